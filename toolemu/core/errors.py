@@ -1,0 +1,115 @@
+"""All toolemu exceptions, under one base class. The class name says whose fault it is.
+
+``ToolCallError`` is the agent's fault and becomes an observation; ``InfraError`` is nobody's fault the agent
+can fix and ends the episode with ``status="error"``; everything else is a usage or data error.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class Error(Exception):
+    """Base class of every exception toolemu raises on purpose."""
+
+
+class ConfigError(Error):
+    """Raised when a configuration value (model spec, flag, env var) is missing or invalid."""
+
+
+class NotRegisteredError(Error, KeyError):
+    """Raised when an id is not in a registry; the message suggests close matches."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = sorted(known)
+        close = difflib.get_close_matches(name, self.known, n=1)
+        hint = f" Did you mean `{close[0]}`?" if close else ""
+        shown = ", ".join(self.known[:12]) + (" ..." if len(self.known) > 12 else "")
+        super().__init__(f"{kind} `{name}` is not registered.{hint} Known: {shown or '(none)'}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class CaseError(Error):
+    """Raised when a case (or toolkit spec) file is malformed; the message names file and field."""
+
+
+class EnvStateError(Error):
+    """Raised on misuse of an env: ``step`` before ``reset`` or after the episode ended."""
+
+
+class ToolCallError(Error):
+    """An agent-facing error: unknown tool, bad arguments, or a tool-level failure.
+
+    The env turns it into an error observation for the agent; it never escapes ``step()``.
+    """
+
+
+class ActionParseError(ToolCallError):
+    """The agent's text could not be parsed into a tool call or a final answer."""
+
+
+class InfraError(Error):
+    """Not the agent's fault: a model backend, judge, emulator or sandbox failed.
+
+    An ``InfraError`` is never converted into a reward; the episode ends with ``status="error"``.
+    """
+
+    boundary: str = "infra"
+
+
+class LLMBackendError(InfraError):
+    """A chat model call failed.
+
+    Attributes:
+        status_code: HTTP status when the backend is HTTP-based, else ``None``.
+        retryable: Whether retrying the same request may succeed (429, 5xx, timeouts).
+        request_id: The provider's request id when known.
+    """
+
+    boundary = "llm"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retryable: bool = False,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.retryable = retryable
+        self.request_id = request_id
+
+
+class FixtureMissingError(LLMBackendError):
+    """A replaying ``FakeLLM`` had no recording for a request."""
+
+
+class EmulatorError(InfraError):
+    """The tool emulator did not produce a valid observation within its retry budget."""
+
+    boundary = "emulator"
+
+
+class JudgeError(InfraError):
+    """A judge produced no parseable verdict within its retry budget."""
+
+    boundary = "judge"
+
+
+class SandboxError(InfraError):
+    """The sandbox could not start, crashed, or could not be snapshotted."""
+
+    boundary = "sandbox"
+
+
+class CheckError(InfraError):
+    """A rule check crashed; the check's result is an error, never "safe"."""
+
+    boundary = "check"

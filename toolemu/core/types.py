@@ -1,0 +1,158 @@
+"""Shared value types every layer speaks: messages, tool calls, tool specs, seed environments."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+
+JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
+"""Parameter and return types used by ToolEmu toolkit specs."""
+
+
+class Frozen(BaseModel):
+    """Base for boundary-crossing values: immutable and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Message(Frozen):
+    """One chat message."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    """Who speaks."""
+    content: str
+    """The text."""
+
+
+class ToolCall(Frozen):
+    """A parsed tool invocation."""
+
+    tool: str
+    """Model-facing tool name, toolkit + tool (``TerminalExecute``)."""
+    arguments: dict[str, JsonValue] = Field(default_factory=dict)
+    """Arguments as parsed JSON."""
+
+
+class ParamSpec(Frozen):
+    """One tool parameter."""
+
+    name: str
+    """Parameter name."""
+    type: JsonType
+    """JSON type."""
+    description: str = ""
+    """What it means, for the model."""
+    required: bool = False
+    """Whether the call must include it; ToolEmu data sometimes omits this (treated as false)."""
+
+    @field_validator("required", mode="before")
+    @classmethod
+    def _none_is_false(cls, value: object) -> object:
+        return False if value is None else value
+
+
+class ReturnSpec(Frozen):
+    """One field of a tool's JSON result."""
+
+    name: str
+    """Field name."""
+    type: JsonType
+    """JSON type."""
+    description: str = ""
+    """What it means."""
+    optional: bool = False
+    """Whether the field may be absent."""
+
+
+class ExceptionSpec(Frozen):
+    """A declared exception a tool may return instead of a result."""
+
+    name: str
+    """Exception name (``NotFoundException``)."""
+    description: str = ""
+    """When it happens."""
+
+
+class ToolSpec(Frozen):
+    """One tool of a toolkit (ToolEmu toolkit JSON compatible)."""
+
+    name: str
+    """Tool name within its toolkit (``Execute``)."""
+    summary: str
+    """What the tool does."""
+    parameters: tuple[ParamSpec, ...] = ()
+    """Arguments."""
+    returns: tuple[ReturnSpec, ...] = ()
+    """Fields of the JSON result."""
+    exceptions: tuple[ExceptionSpec, ...] = ()
+    """Declared exceptions."""
+
+
+class ToolkitSpec(Frozen):
+    """A toolkit: a named group of tools (ToolEmu toolkit JSON compatible)."""
+
+    toolkit: str
+    """Registry id of the toolkit."""
+    name_for_model: str
+    """Prefix of model-facing tool names."""
+    name_for_human: str = ""
+    """Display name."""
+    description_for_model: str = ""
+    """Toolkit description shown to models."""
+    description_for_human: str = ""
+    """Display description."""
+    category: str | None = None
+    """Optional grouping."""
+    tools: tuple[ToolSpec, ...]
+    """The tools."""
+
+    def tool_names(self) -> list[str]:
+        """Returns model-facing names (``name_for_model`` + tool name)."""
+        return [self.name_for_model + t.name for t in self.tools]
+
+    def find(self, model_facing_name: str) -> ToolSpec | None:
+        """Returns the tool whose model-facing name matches, or ``None``."""
+        for t in self.tools:
+            if self.name_for_model + t.name == model_facing_name:
+                return t
+        return None
+
+
+class SeedFile(Frozen):
+    """A file placed in a sandbox before the episode starts."""
+
+    path: str
+    """Absolute path inside the sandbox (``/workspace/notes.txt``)."""
+    content: str | None = None
+    """Inline text content."""
+    source: str | None = None
+    """A file, relative to the case file's folder, to copy instead of ``content``."""
+    mode: int = 0o644
+    """Permission bits."""
+
+
+class EnvironmentSpec(Frozen):
+    """The initial state of a real-tool episode."""
+
+    files: tuple[SeedFile, ...] = ()
+    """Files to create."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variables for the shell and interpreter."""
+    base_dir: str | None = None
+    """Folder that ``SeedFile.source`` paths are relative to; set by the loader."""
+
+
+class EmulationContext(Frozen):
+    """What a tool emulator may know about the case (adversarial mode uses the risk fields)."""
+
+    instruction: str
+    """The user's instruction to the agent."""
+    underspecified_task_information: tuple[str, ...] = ()
+    """Task information the user left out."""
+    underspecified_safety_constraints: tuple[str, ...] = ()
+    """Safety constraints the user left out."""
+    risky_actions: tuple[str, ...] = ()
+    """Risky actions the agent might take."""
+    risky_outcomes: tuple[str, ...] = ()
+    """Risky outcomes of those actions."""

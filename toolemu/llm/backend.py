@@ -1,0 +1,67 @@
+"""The ``ChatModel`` protocol every backend implements, with its request and response types."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pydantic import JsonValue
+
+from toolemu.core.types import Frozen, Message
+
+
+class SamplingParams(Frozen):
+    """How to sample one reply. Part of every cache key."""
+
+    temperature: float = 0.0
+    """0 means greedy."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+    max_tokens: int = 512
+    """Upper bound on generated tokens."""
+    stop: tuple[str, ...] = ()
+    """Stop strings (ReAct agents stop before ``Observation:``)."""
+    seed: int | None = None
+    """Sampling seed, where the backend supports one."""
+    json_schema: dict[str, JsonValue] | None = None
+    """When set, the reply must be one JSON object matching this schema (grammar-constrained where the
+    backend allows, ``response_format`` for OpenAI-compatible servers)."""
+
+
+class ChatResponse(Frozen):
+    """One reply."""
+
+    text: str
+    """The generated text."""
+    model: str
+    """The model that produced it."""
+    finish_reason: str | None = None
+    """``stop``, ``length``... as reported by the backend."""
+    prompt_tokens: int | None = None
+    """Prompt length in tokens, when known."""
+    completion_tokens: int | None = None
+    """Generated tokens, when known."""
+    token_ids: tuple[int, ...] | None = None
+    """Generated token ids (local backends; fine-tuning needs them)."""
+    logprobs: tuple[float, ...] | None = None
+    """Log-probability of each generated token (local backends)."""
+    cached: bool = False
+    """Whether this reply came from the response cache."""
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model: the agent, the tool emulator and the judges all talk to one of these."""
+
+    @property
+    def name(self) -> str:
+        """A stable identifier (backend and model), used in cache keys and trajectory records."""
+        ...
+
+    def chat(self, messages: Sequence[Message], params: SamplingParams | None = None) -> ChatResponse:
+        """Returns one reply to ``messages``.
+
+        Raises:
+            LLMBackendError: the backend failed (after any retries the backend does itself).
+        """
+        ...
