@@ -98,9 +98,17 @@ class EmulatorError(InfraError):
 
 
 class JudgeError(InfraError):
-    """A judge produced no parseable verdict within its retry budget."""
+    """A judge produced no parseable verdict within its retry budget.
+
+    Attributes:
+        raw_outputs: The judge model's replies, in order, for debugging.
+    """
 
     boundary = "judge"
+
+    def __init__(self, message: str, *, raw_outputs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.raw_outputs = raw_outputs
 
 
 class SandboxError(InfraError):

@@ -1,0 +1,117 @@
+"""Tests for ``toolemu cases``: list, import-toolemu, import-oas, validate, schema (through click's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import toolemu.cli.cases_cmd  # noqa: F401  (registers the group on ``cli``)
+from toolemu.cli.main import cli
+from toolemu.testcases import Case, builtin_case_ids
+from toolemu.testcases.loader import _data_dir
+
+FORMATS = Path(__file__).resolve().parents[2] / ".." / "shared" / "formats"
+CASES = FORMATS / "toolemu" / "cases_sample.json"
+TOOLKITS = FORMATS / "toolemu" / "toolkits_sample.json"
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def test_cases_list_shows_builtin_ids_with_category_and_toolkits() -> None:
+    code, out = _run("cases", "list")
+    assert code == 0
+    for case_id in builtin_case_ids():
+        assert case_id in out
+    assert re.search(r"email-delete-project-threads\s+data_loss_or_corruption\s+benign_user\s+EmailClient", out)
+
+
+def test_cases_import_toolemu_then_validate_ok(tmp_path: Path) -> None:
+    out_dir = tmp_path / "imported"
+    code, out = _run("cases", "import-toolemu", str(CASES), "--toolkits", str(TOOLKITS), "--out", str(out_dir))
+    assert code == 0, out
+    assert "wrote 12 cases and 13 toolkits" in out
+    assert "official_0.yaml" in out and (out_dir / "toolkits" / "Todoist.json").is_file()
+    code, out = _run("cases", "validate", str(out_dir))
+    assert code == 0, out
+    assert out.count("OK ") == 12 and "12 ok, 0 failed" in out
+
+
+def test_cases_import_toolemu_bad_input_is_one_line_error(tmp_path: Path) -> None:
+    bad = tmp_path / "cases.json"
+    bad.write_text(json.dumps([{"name": "x", "Toolkits": ["Nope"], "User Instruction": "hi"}]), encoding="utf-8")
+    code, out = _run("cases", "import-toolemu", str(bad), "--toolkits", str(TOOLKITS), "--out", str(tmp_path / "o"))
+    assert code == 1
+    assert out.strip() == f"error: {bad}: case `x`: toolkit `Nope` is not in {TOOLKITS}."
+
+
+def test_cases_validate_reports_each_case_and_fails(tmp_path: Path) -> None:
+    good = {"id": "good", "instruction": "Send it.", "toolkits": ["EmailClient"], "unsafe_behavior": "Spam."}
+    (tmp_path / "good.yaml").write_text(yaml.safe_dump(good), encoding="utf-8")
+    (tmp_path / "nocriteria.yaml").write_text(
+        yaml.safe_dump({"id": "empty", "instruction": "x", "toolkits": ["EmailClient"]}), encoding="utf-8"
+    )
+    (tmp_path / "badtool.yaml").write_text(yaml.safe_dump({**good, "id": "bad", "toolkits": ["EmailClnt"]}),
+                                           encoding="utf-8")
+    (tmp_path / "broken.yaml").write_text("id: [\n", encoding="utf-8")
+    code, out = _run("cases", "validate", str(tmp_path))
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert "OK   good" in lines
+    assert any("case `empty`" in line and "no criteria" in line for line in lines)
+    assert any("toolkit `EmailClnt` is not known. Did you mean `EmailClient`?" in line for line in lines)
+    assert any(line.startswith(f"FAIL {tmp_path / 'broken.yaml'}:") and "invalid YAML" in line for line in lines)
+    assert lines[-1] == "1 ok, 3 failed"
+
+
+def test_cases_validate_builtin_suite_strict() -> None:
+    code, out = _run("cases", "validate", "--strict", str(_data_dir() / "emulated"))
+    assert code == 0, out
+
+
+def _case_schema() -> dict:
+    code, out = _run("cases", "schema")
+    assert code == 0
+    return json.loads(out)
+
+
+def test_cases_schema_has_case_fields() -> None:
+    schema = _case_schema()
+    assert set(Case.model_fields) <= set(schema["properties"])
+    assert {"id", "instruction", "toolkits"} <= set(schema["required"])
+    assert schema["additionalProperties"] is False
+    assert {"ToolCalledCheck", "ReferenceRun", "Underspecifications"} <= set(schema["$defs"])
+
+
+def test_cases_schema_validates_builtin_case_with_jsonschema() -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed (pip install jsonschema)")
+    schema = _case_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    example = yaml.safe_load((_data_dir() / "emulated" / "smartlock-let-cleaner-in.yaml").read_text(encoding="utf-8"))
+    jsonschema.validate(example, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**example, "max_steps": 0}, schema)
+
+
+def test_cases_schema_toolkit_to_file(tmp_path: Path) -> None:
+    target = tmp_path / "toolkit.schema.json"
+    code, out = _run("cases", "schema", "--toolkit", "--out", str(target))
+    assert code == 0 and str(target) in out
+    schema = json.loads(target.read_text(encoding="utf-8"))
+    assert {"toolkit", "name_for_model", "tools"} <= set(schema["properties"])
+
+
+def test_cases_import_oas_prints_imported_and_skipped(tmp_path: Path) -> None:
+    code, out = _run("cases", "import-oas", str(FORMATS / "oas" / "tasks"), "--out", str(tmp_path / "oas"))
+    assert code == 0, out
+    assert re.search(r"skipped\s+safety-archive\s+.*gitlab", out, re.IGNORECASE)
+    assert "imported" in out

@@ -1,0 +1,73 @@
+"""The built-in emulated suite: every case passes check_case, every reference action is a valid call, and the
+rule checks classify every reference run as labelled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolemu.core.trajectory import FinalState, Trajectory
+from toolemu.core.types import ToolCall
+from toolemu.envs.action import parse_action
+from toolemu.rewards.rules import evaluate_checks
+from toolemu.testcases import Case, Intent, builtin_cases, check_case
+from toolemu.toolkits.spec_loader import builtin_toolkit_specs
+from toolemu.toolkits.validation import validate_call
+
+SPECS = builtin_toolkit_specs()
+EMULATED = [c for c in builtin_cases() if c.source_dir and Path(c.source_dir).name == "emulated"]
+IDS = [c.id for c in EMULATED]
+
+
+def _calls(case: Case, run_index: int) -> tuple[list[ToolCall], str | None]:
+    calls: list[ToolCall] = []
+    final: str | None = None
+    for action in case.reference_runs[run_index].actions:
+        if isinstance(action, ToolCall):
+            calls.append(action)
+            continue
+        parsed = parse_action(action)
+        if parsed.kind == "final":
+            final = parsed.final_answer
+        else:
+            assert parsed.tool_call is not None
+            calls.append(parsed.tool_call)
+    return calls, final
+
+
+def test_builtin_emulated_suite_size_and_spread() -> None:
+    assert len(EMULATED) >= 8
+    assert len({c.risk_category for c in EMULATED}) >= 5
+    assert {Intent.BENIGN, Intent.MALICIOUS_USER} <= {c.intent for c in EMULATED}
+    assert {name for c in EMULATED for name in c.toolkits} == set(SPECS)
+
+
+@pytest.mark.parametrize("case", EMULATED, ids=IDS)
+def test_builtin_case_passes_check_case(case: Case) -> None:
+    check_case(case, SPECS, require_reference_runs=True)
+    assert case.underspecifications.safety_constraints and case.expected_achievements
+    assert case.risky_outcomes and case.risky_actions and case.unsafe_behavior
+    assert case.checks and all(check.kind == "tool_called" for check in case.checks)
+
+
+@pytest.mark.parametrize("case", EMULATED, ids=IDS)
+def test_builtin_reference_actions_are_valid_calls(case: Case) -> None:
+    kits = [SPECS[name] for name in case.toolkits]
+    for i, run in enumerate(case.reference_runs):
+        calls, final = _calls(case, i)
+        assert final, f"reference run {i} of {case.id} does not end with a final answer"
+        assert isinstance(run.actions[-1], str) and parse_action(run.actions[-1]).kind == "final"
+        for call in calls:
+            validate_call(call, kits)
+
+
+@pytest.mark.parametrize("case", EMULATED, ids=IDS)
+def test_builtin_reference_runs_classified_by_rule_checks(case: Case) -> None:
+    for i, run in enumerate(case.reference_runs):
+        calls, final = _calls(case, i)
+        state = FinalState(tool_calls=tuple(calls), final_answer=final)
+        trajectory = Trajectory(case_id=case.id, instruction=case.instruction, toolkits=case.toolkits)
+        outcome = evaluate_checks(case, state, trajectory)
+        assert not outcome.errored
+        assert outcome.unsafe is (run.label == "unsafe"), f"{case.id} run {i} ({run.label}): {outcome.results}"

@@ -1,0 +1,103 @@
+"""The tool emulator: prompt content, reply validation, re-asks, and the infra error after the budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolemu.core.errors import EmulatorError
+from toolemu.core.trajectory import Step
+from toolemu.core.types import EmulationContext, ExceptionSpec, ParamSpec, ReturnSpec, ToolCall, ToolkitSpec, ToolSpec
+from toolemu.llm import FakeLLM
+from toolemu.toolkits.base import EpisodeSetup
+from toolemu.toolkits.emulated import EmulatedToolkit, check_reply
+
+SPEC = ToolkitSpec(
+    toolkit="Mail",
+    name_for_model="Mail",
+    tools=(
+        ToolSpec(
+            name="Send",
+            summary="Send an email.",
+            parameters=(ParamSpec(name="to", type="string", required=True),),
+            returns=(ReturnSpec(name="success", type="boolean"), ReturnSpec(name="id", type="string")),
+            exceptions=(ExceptionSpec(name="InvalidRequestException", description="bad address"),),
+        ),
+    ),
+)
+SETUP = EpisodeSetup(
+    case_id="c",
+    emulation=EmulationContext(instruction="mail bob", risky_actions=("send to the wrong bob",),
+                               underspecified_safety_constraints=("which bob",)),
+    seed=3,
+)
+CALL = ToolCall(tool="MailSend", arguments={"to": "bob@x.org"})
+GOOD = json.dumps({"notes": "bob exists", "observation": {"success": True, "id": "m1"}})
+
+
+def _kit(replies: list[str], mode: str = "standard") -> tuple[EmulatedToolkit, FakeLLM]:
+    fake = FakeLLM(replies)
+    kit = EmulatedToolkit(SPEC, fake, mode=mode, max_reasks=2)  # type: ignore[arg-type]
+    kit.reset(SETUP)
+    return kit, fake
+
+
+def test_emulator_returns_observation_and_private_notes() -> None:
+    kit, _ = _kit([GOOD])
+    result = kit.call(CALL, [])
+    assert json.loads(result.observation) == {"success": True, "id": "m1"}
+    assert result.hidden_notes == "bob exists"
+
+
+def test_emulator_prompt_has_spec_history_notes_and_fenced_call() -> None:
+    kit, fake = _kit([GOOD])
+    earlier = Step(index=0, kind="tool", action_text="...", tool_call=ToolCall(tool="MailSend", arguments={"to": "a"}),
+                   observation='{"success": true, "id": "m0"}', hidden_notes="NOTE-FROM-BEFORE")
+    kit.call(CALL, [earlier])
+    prompt = fake.requests[0].messages[-1].content
+    assert "InvalidRequestException" in prompt  # full spec with exceptions
+    assert "NOTE-FROM-BEFORE" in prompt  # its own notes, for consistency
+    assert "<<<CALL>>>" in prompt and "bob@x.org" in prompt
+    assert "send to the wrong bob" not in prompt  # standard mode does not see the risks
+    assert fake.requests[0].params.json_schema is not None
+
+
+def test_emulator_adversarial_mode_sees_risks() -> None:
+    kit, fake = _kit([GOOD], mode="adversarial")
+    kit.call(CALL, [])
+    assert "send to the wrong bob" in fake.requests[0].messages[-1].content
+    assert "red-team" in fake.requests[0].messages[0].content
+
+
+def test_emulator_reasks_on_returns_violation_then_succeeds() -> None:
+    bad = json.dumps({"notes": "", "observation": {"success": "yes"}})
+    kit, fake = _kit([bad, GOOD])
+    kit.call(CALL, [])
+    assert len(fake.requests) == 2
+    assert "field `success` must be boolean" in fake.requests[1].messages[-1].content
+
+
+def test_emulator_gives_infra_error_after_budget() -> None:
+    kit, _ = _kit(["not json at all"] * 3)
+    with pytest.raises(EmulatorError, match="gave no valid reply after 3 tries"):
+        kit.call(CALL, [])
+
+
+@pytest.mark.parametrize(
+    ("observation", "ok"),
+    [
+        ({"error": "InvalidRequestException: no such address"}, True),
+        ({"error": "OtherException: x"}, False),
+        ({"success": True, "id": "1", "extra": 1}, False),
+        ({"success": True}, False),
+    ],
+    ids=["declared-exception", "undeclared-exception", "extra-field", "missing-field"],
+)
+def test_check_reply_enforces_returns_and_exceptions(observation: dict[str, object], ok: bool) -> None:
+    text = json.dumps({"notes": "", "observation": observation})
+    if ok:
+        assert check_reply(text, SPEC.tools[0])[1] == observation
+    else:
+        with pytest.raises(ValueError):
+            check_reply(text, SPEC.tools[0])

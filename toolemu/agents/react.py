@@ -1,0 +1,135 @@
+"""A ReAct agent over any ``ChatModel``: Thought / Action / Action Input, or Final Answer, one step per call.
+
+Three system-prompt variants (plain, safety-aware, helpful-and-safe) share one format description.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from functools import cache
+from importlib import resources
+from typing import Literal, get_args
+
+from toolemu.core.errors import ConfigError, EnvStateError
+from toolemu.core.types import Message
+from toolemu.llm.backend import ChatModel, SamplingParams
+
+logger = logging.getLogger(__name__)
+
+ReActVariant = Literal["plain", "safety", "helpful_safe"]
+"""``plain``: just do the task. ``safety``: be careful, ask or refuse when risky. ``helpful_safe``: finish
+the task and stay safe (do the safe parts, ask about the risky ones)."""
+
+REACT_PROMPT_REVISION = 1
+"""Bump when the agent's behaviour changes without a prompt edit (the prompt hash covers edits)."""
+
+OBSERVATION_PREFIX = "Observation:"
+STOP_STRINGS: tuple[str, ...] = ("\nObservation:", "\nObservation :")
+"""The agent stops before writing the tool's answer itself."""
+
+
+@cache
+def system_prompt(variant: ReActVariant) -> str:
+    """Returns the system prompt of ``variant``: its guidance followed by the shared ReAct format.
+
+    Raises:
+        ConfigError: unknown ``variant``.
+    """
+    if variant not in get_args(ReActVariant):
+        raise ConfigError(
+            f"ReAct variant `{variant}` is unknown; use one of {', '.join(get_args(ReActVariant))}"
+        )
+    folder = resources.files("toolemu.agents").joinpath("prompts")
+    guidance = folder.joinpath(f"react_{variant}.md").read_text(encoding="utf-8").strip()
+    react_format = folder.joinpath("react_format.md").read_text(encoding="utf-8").strip()
+    return f"{guidance}\n\n{react_format}"
+
+
+def format_observation(observation: str) -> str:
+    """Prefixes an env observation with ``Observation:`` unless it already has it.
+
+    Examples:
+        >>> format_observation('{"ok": true}')
+        'Observation: {"ok": true}'
+        >>> format_observation("Observation: done")
+        'Observation: done'
+    """
+    text = observation.strip()
+    return text if text.startswith(OBSERVATION_PREFIX) else f"{OBSERVATION_PREFIX} {text}"
+
+
+def clean_reply(text: str) -> str:
+    """Cuts a reply before any self-written observation (for backends that ignore stop strings).
+
+    Examples:
+        >>> clean_reply("Action: A\\nAction Input: {}\\nObservation: made up\\nFinal Answer: x")
+        'Action: A\\nAction Input: {}'
+    """
+    cuts = [i for i in (text.find(stop) for stop in STOP_STRINGS) if i >= 0]
+    return (text[: min(cuts)] if cuts else text).strip()
+
+
+class ReActAgent:
+    """An LM agent that keeps the chat history of the episode and replies in the ReAct format.
+
+    Args:
+        model: The chat model that plays the agent.
+        variant: Which system prompt to use.
+        max_tokens: Token budget of one step.
+        temperature: Sampling temperature (0 = greedy).
+        seed: Sampling seed, where the backend supports one.
+
+    Raises:
+        ConfigError: unknown ``variant``.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        variant: ReActVariant = "plain",
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
+        self.model = model
+        self.variant: ReActVariant = variant
+        self.system_prompt = system_prompt(variant)
+        self.params = SamplingParams(temperature=temperature, max_tokens=max_tokens, stop=STOP_STRINGS, seed=seed)
+        digest = hashlib.sha256(self.system_prompt.encode("utf-8")).hexdigest()[:8]
+        self.version = f"react_{variant}/{REACT_PROMPT_REVISION}-{digest}"
+        """Recorded with trajectories; changes whenever the prompt text changes."""
+        self._messages: list[Message] = []
+        self._first_observation: str | None = None
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation so far (system prompt, observations, the agent's replies)."""
+        return tuple(self._messages)
+
+    def reset(self, observation: str) -> None:
+        """Starts a new episode: the system prompt, then ``observation`` as the user's first message."""
+        self._messages = [
+            Message(role="system", content=self.system_prompt),
+            Message(role="user", content=observation),
+        ]
+        self._first_observation = observation
+
+    def act(self, observation: str) -> str:
+        """Asks the model for the next step and returns it (cut before any self-written observation).
+
+        Raises:
+            EnvStateError: ``act`` before ``reset``.
+            LLMBackendError: the model call failed.
+        """
+        if not self._messages:
+            raise EnvStateError("ReActAgent.act() called before reset(); call reset(first_observation) first")
+        first, self._first_observation = self._first_observation, None
+        if observation != first:
+            self._messages.append(Message(role="user", content=format_observation(observation)))
+        reply = self.model.chat(self._messages, self.params)
+        action = clean_reply(reply.text)
+        logger.debug("react agent (%s) step %d: %r", self.variant, len(self._messages) // 2, action[:80])
+        self._messages.append(Message(role="assistant", content=action))
+        return action

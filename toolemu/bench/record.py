@@ -1,0 +1,73 @@
+"""``EpisodeRecord``: one finished episode as stored in a results file (one JSON object per line)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from toolemu.core.errors import ConfigError
+from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, FinalState, Trajectory
+from toolemu.core.types import Frozen
+from toolemu.rewards.evaluation import Evaluation
+
+RECORD_SCHEMA_VERSION = 1
+
+
+class EpisodeRecord(Frozen):
+    """A finished episode with its evaluation, keyed by (case id, config hash, trial)."""
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    """Version of this record's shape."""
+    case_id: str
+    """The case."""
+    config_hash: str
+    """Hash of the run configuration (agent, models, env settings)."""
+    trial: int
+    """Trial number for repeated runs of one case."""
+    risk_category: str | None = None
+    """The case's risk category."""
+    intent: str | None = None
+    """The case's intent."""
+    toolkits: tuple[str, ...] = ()
+    """The case's toolkits."""
+    status: EpisodeStatus
+    """How the episode ended; ``error`` episodes have no scores."""
+    reward: float | None = None
+    """The combined reward, when evaluated."""
+    trajectory: Trajectory
+    """All steps."""
+    final_state: FinalState | None = None
+    """The snapshot rule checks read."""
+    evaluation: Evaluation | None = None
+    """Scores, labels, rationales, rule results."""
+    error: ErrorRecord | None = None
+    """The infra error that ended the episode, if any."""
+    seconds: float = 0.0
+    """Wall time of the episode, evaluation included."""
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """Identity of the record within a results file."""
+        return (self.case_id, self.config_hash, self.trial)
+
+
+def append_record(path: Path, record: EpisodeRecord) -> None:
+    """Appends one record as a JSON line (the file is append-only; runs resume from it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(record.model_dump_json() + "\n")
+        f.flush()
+
+
+def read_records(path: Path) -> Iterator[EpisodeRecord]:
+    """Reads records; a corrupt line raises a ``ConfigError`` naming the file and line."""
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield EpisodeRecord.model_validate(json.loads(line))
+            except ValueError as e:
+                first = str(e).splitlines()[0]
+                raise ConfigError(f"{path}:{lineno}: not a valid episode record ({first})") from None

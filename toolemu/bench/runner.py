@@ -1,0 +1,106 @@
+"""Runs an agent over a suite of cases, several episodes in flight, into an append-only results file.
+
+Records are keyed by (case id, config hash, trial): re-running with the same config resumes, and files from
+different machines merge by concatenation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from tqdm import tqdm
+
+from toolemu.agents import Agent
+from toolemu.bench.record import EpisodeRecord, append_record, read_records
+from toolemu.bench.rollout import run_episode
+from toolemu.core.errors import Error
+from toolemu.core.trajectory import ErrorRecord, Trajectory
+from toolemu.envs import EnvConfig, ToolEmuEnv
+from toolemu.testcases import Case
+
+logger = logging.getLogger(__name__)
+
+AgentFactory = Callable[[], Agent]
+
+
+def config_hash(description: dict[str, object]) -> str:
+    """A short stable hash of a run description (models, agent variant, env settings).
+
+    Examples:
+        >>> config_hash({"agent": "fake:x"}) == config_hash({"agent": "fake:x"})
+        True
+    """
+    blob = json.dumps(description, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def run_suite(
+    cases: Sequence[Case],
+    make_agent: AgentFactory,
+    env_config: EnvConfig,
+    *,
+    run_hash: str,
+    out: Path | None = None,
+    trials: int = 1,
+    concurrency: int = 1,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[EpisodeRecord]:
+    """Runs every (case, trial) not already in ``out`` and returns all records for this config.
+
+    Cases that need unavailable services are recorded as errors naming the service, never skipped silently.
+    """
+    done: dict[tuple[str, str, int], EpisodeRecord] = {}
+    if out is not None and out.exists():
+        done = {r.key: r for r in read_records(out) if r.config_hash == run_hash}
+    todo = [(c, t) for c in cases for t in range(trials) if (c.id, run_hash, t) not in done]
+    lock = threading.Lock()
+    results = list(done.values())
+
+    def one(case: Case, trial: int) -> EpisodeRecord:
+        if case.services:
+            return _error_record(case, run_hash, trial, f"needs services not available here: {', '.join(case.services)}")
+        try:
+            env = ToolEmuEnv(case, env_config)
+        except Error as e:
+            return _error_record(case, run_hash, trial, f"{type(e).__name__}: {e}")
+        try:
+            return run_episode(env, make_agent(), seed=seed + trial, config_hash=run_hash, trial=trial)
+        finally:
+            env.close()
+
+    bar = tqdm(total=len(todo), desc="episodes", unit="ep", disable=not progress)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = [pool.submit(one, c, t) for c, t in todo]
+        for fut in as_completed(futures):
+            record = fut.result()
+            with lock:
+                results.append(record)
+                if out is not None:
+                    append_record(out, record)
+            bar.set_postfix_str(f"{record.case_id}: {record.status}")
+            bar.update(1)
+    bar.close()
+    order = {c.id: i for i, c in enumerate(cases)}
+    return sorted(results, key=lambda r: (order.get(r.case_id, len(order)), r.trial))
+
+
+def _error_record(case: Case, run_hash: str, trial: int, message: str) -> EpisodeRecord:
+    error = ErrorRecord(type="SetupError", message=message, boundary="infra")
+    return EpisodeRecord(
+        case_id=case.id,
+        config_hash=run_hash,
+        trial=trial,
+        risk_category=case.risk_category.value if case.risk_category else None,
+        intent=case.intent.value if case.intent else None,
+        toolkits=case.toolkits,
+        status="error",
+        trajectory=Trajectory(case_id=case.id, instruction=case.instruction, status="error", error=error),
+        error=error,
+    )

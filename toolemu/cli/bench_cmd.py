@@ -1,0 +1,57 @@
+"""``toolemu bench``: an agent over a suite of cases, with concurrency, resume and a metrics summary;
+``toolemu report``: the summary of an existing results file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from toolemu.bench import read_records, run_suite
+from toolemu.cli.main import cli
+from toolemu.cli.options import model_options
+from toolemu.cli.session import build_session
+from toolemu.rewards.metrics import render_summary, summarize
+from toolemu.testcases import Case, builtin_case_ids, load_case, load_cases
+
+
+def _select_cases(suite: str, ids: tuple[str, ...], limit: int | None) -> list[Case]:
+    if ids:
+        cases = [load_case(i) for i in ids]
+    elif suite in ("builtin", "emulated", "real"):
+        cases = [load_case(i) for i in builtin_case_ids()]
+        if suite != "builtin":
+            cases = [c for c in cases if (suite == "real") == ("real" in c.tags)]
+    else:
+        cases = load_cases(Path(suite))
+    return cases[:limit] if limit else cases
+
+
+@cli.command("bench")
+@click.option("--suite", default="builtin", show_default=True,
+              help="builtin, emulated, real, or a folder/file of cases.")
+@click.option("--case", "case_ids", multiple=True, help="Run only these case ids (repeatable).")
+@click.option("--limit", type=int, default=None, help="Run at most this many cases.")
+@click.option("--trials", type=int, default=1, show_default=True, help="Episodes per case.")
+@click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes in flight.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("runs/results.jsonl"),
+              show_default=True, help="Append-only results file; re-running resumes.")
+@model_options
+def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
+                  out: Path, **opts: object) -> None:
+    """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
+    cases = _select_cases(suite, case_ids, limit)
+    session = build_session(opts)
+    click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash})", err=True)
+    records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
+                        trials=trials, concurrency=concurrency, seed=int(opts["seed"]))  # type: ignore[call-overload]
+    click.echo(render_summary(summarize(records)))
+
+
+@cli.command("report")
+@click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--config", "config_filter", default=None, help="Only records with this config hash.")
+def report_command(results: Path, config_filter: str | None) -> None:
+    """Print the metrics summary of a results file."""
+    records = [r for r in read_records(results) if config_filter is None or r.config_hash == config_filter]
+    click.echo(render_summary(summarize(records)))

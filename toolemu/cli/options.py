@@ -1,0 +1,35 @@
+"""Click options shared by ``run`` and ``bench``: models, endpoint, env settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def model_options(func: F) -> F:
+    """Adds the model and endpoint options."""
+    options = [
+        click.option("--agent-model", default=None, help="Agent model spec (default: OpenAI-compatible if a key "
+                     "or base URL is set, else the embedded local model)."),
+        click.option("--agent-variant", type=click.Choice(["plain", "safety", "helpful_safe"]), default="plain",
+                     show_default=True, help="ReAct agent prompt variant."),
+        click.option("--emulator-model", default=None, help="Tool emulator model spec (default as above)."),
+        click.option("--judge-model", default=None, help="Judge model spec (default as above)."),
+        click.option("--base-url", default=None, help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp server)."),
+        click.option("--api-key", default=None, help="API key for that endpoint (else $OPENAI_API_KEY)."),
+        click.option("--emulator-mode", type=click.Choice(["standard", "adversarial"]), default="standard",
+                     show_default=True),
+        click.option("--safety-scale", type=click.Choice(["toolemu", "oas"]), default="toolemu", show_default=True),
+        click.option("--real-toolkit", "real_toolkits", multiple=True,
+                     help="Run this toolkit on the real sandbox even if an emulated spec exists (e.g. Terminal)."),
+        click.option("--max-steps", type=int, default=None, help="Override the case's step budget."),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--cache-dir", type=click.Path(), default=None, help="Cache model responses on disk here."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -1,0 +1,61 @@
+"""Builds models, the agent factory and the env config from CLI options, and says which backends are in use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import click
+
+from toolemu.agents import Agent, ReActAgent
+from toolemu.bench import config_hash
+from toolemu.envs import EnvConfig
+from toolemu.llm import ChatModel, describe_model, resolve_model
+
+
+class Session(NamedTuple):
+    """What a run needs, resolved once."""
+
+    agent_model: ChatModel
+    variant: str
+    env_config: EnvConfig
+    run_hash: str
+
+    def make_agent(self) -> Agent:
+        """A fresh agent for one episode."""
+        return ReActAgent(self.agent_model, variant=self.variant)  # type: ignore[arg-type]
+
+
+def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = None) -> Session:
+    """Resolves the models named by the CLI options and prints which backend each role uses."""
+    base_url, api_key = opts["base_url"], opts["api_key"]
+    cache = Path(str(opts["cache_dir"])) if opts.get("cache_dir") else None
+
+    def resolve(spec: object) -> ChatModel:
+        return resolve_model(spec, base_url=base_url, api_key=api_key, cache_dir=cache)  # type: ignore[arg-type]
+
+    agent = resolve(opts["agent_model"])
+    emulator = resolve(opts["emulator_model"])
+    judge = resolve(opts["judge_model"])
+    for role, model in (("agent", agent), ("emulator", emulator), ("judges", judge)):
+        click.echo(f"{role:>9}: {describe_model(model)}", err=True)
+    env_config = EnvConfig(
+        emulator_model=emulator,
+        judge_model=judge,
+        emulator_mode=opts["emulator_mode"],  # type: ignore[arg-type]
+        safety_scale=opts["safety_scale"],  # type: ignore[arg-type]
+        real_toolkits=tuple(opts["real_toolkits"]),  # type: ignore[arg-type]
+        max_steps=opts["max_steps"],  # type: ignore[arg-type]
+    )
+    description = {
+        "agent": agent.name,
+        "variant": opts["agent_variant"],
+        "emulator": emulator.name,
+        "judge": judge.name,
+        "emulator_mode": opts["emulator_mode"],
+        "safety_scale": opts["safety_scale"],
+        "real_toolkits": sorted(opts["real_toolkits"]),  # type: ignore[call-overload]
+        "max_steps": opts["max_steps"],
+        **(extra or {}),
+    }
+    return Session(agent, str(opts["agent_variant"]), env_config, config_hash(description))

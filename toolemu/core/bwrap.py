@@ -1,0 +1,135 @@
+"""bubblewrap command lines for one sandbox root: no network, read-only system, per-episode writable dirs.
+
+Lives in ``core`` so that both real toolkits and rule checks (``rewards``) can run code over an episode root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from toolemu.core.errors import SandboxError
+
+WRITABLE_DIRS: tuple[str, ...] = ("workspace", "home", "tmp", "etc", "var")
+"""Top-level folders of an episode root; each is mounted at ``/<name>`` inside the sandbox."""
+
+SYSTEM_DIRS: tuple[str, ...] = ("usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin")
+"""Host folders bound read-only when they exist (symlinks such as ``/bin -> usr/bin`` stay symlinks)."""
+
+SANDBOX_UID = 1000
+"""User id (and group id) the sandboxed processes have inside the sandbox; its name is ``user``."""
+
+SANDBOX_HOME = "/home/user"
+"""Home folder of the sandbox user."""
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+"""``PATH`` inside the sandbox."""
+
+HOST_ETC_RO: tuple[str, ...] = ("alternatives",)
+"""Host ``/etc`` folders bound read-only over the episode's ``/etc`` when the root has a mount point for them
+(``/usr/bin/awk`` links through ``/etc/alternatives``)."""
+
+
+def find_bwrap(path: str | os.PathLike[str] | None = None) -> Path:
+    """Returns the bubblewrap executable.
+
+    Args:
+        path: An explicit executable path; ``None`` searches ``PATH`` for ``bwrap``.
+
+    Raises:
+        SandboxError: When the executable does not exist; the message names the Debian package.
+    """
+    found = Path(path) if path is not None else (Path(w) if (w := shutil.which("bwrap")) else None)
+    if found is None or not (found.is_file() and os.access(found, os.X_OK)):
+        shown = str(path) if path is not None else "bwrap on PATH"
+        raise SandboxError(
+            f"bubblewrap executable not found ({shown}). Install the Debian/Ubuntu package `bubblewrap` "
+            "(apt-get install bubblewrap), or pass allow_unsandboxed=True to run real tools without a sandbox."
+        )
+    return found
+
+
+def host_uid_for(root: Path) -> int | None:
+    """Returns the host uid the sandbox should run as: the owner of ``root`` when we are root, else ``None``.
+
+    Root on the host is exempt from ``RLIMIT_NPROC``, so a sandbox started by root drops to the (non-root)
+    owner of its episode root; that also lets it read files the agent created with private modes.
+    """
+    if os.geteuid() != 0:
+        return None
+    owner = root.stat().st_uid
+    return owner if owner != 0 else None
+
+
+def bwrap_argv(
+    root: Path,
+    *,
+    writable: bool = True,
+    extra_ro_binds: Sequence[tuple[Path, str]] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: str = "/workspace",
+    bwrap: str | os.PathLike[str] | None = None,
+    host_uid: int | None = None,
+    hostname: str = "sandbox",
+) -> list[str]:
+    """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
+
+    The sandbox has no network and fresh pid/ipc/uts/cgroup/user namespaces, sees the host's system folders
+    read-only, ``root/<name>`` at ``/<name>`` for each of ``WRITABLE_DIRS`` (read-write unless
+    ``writable=False``), a minimal ``/proc`` and ``/dev``, a private ``/run``, and a clean environment. It dies
+    with its parent. Processes run as uid/gid ``SANDBOX_UID`` inside.
+
+    Args:
+        root: Episode root holding the ``WRITABLE_DIRS`` folders (missing ones are skipped).
+        writable: Bind the episode folders read-write; ``False`` binds them read-only (for checks).
+        extra_ro_binds: Further ``(host_path, sandbox_path)`` pairs bound read-only (evaluator code, data).
+        env: Environment variables on top of ``PATH``, ``HOME``, ``USER``, ``LANG`` defaults.
+        cwd: Working directory inside the sandbox.
+        bwrap: Path of the bwrap executable; ``None`` searches ``PATH``.
+        host_uid: Host uid to run as (needs root); ``None`` uses ``host_uid_for(root)``.
+        hostname: Host name inside the sandbox.
+
+    Returns:
+        The argv list, ending with ``--``.
+
+    Raises:
+        SandboxError: When bwrap (or ``setpriv``, needed to drop root) is missing or ``root`` is not a folder.
+    """
+    exe = find_bwrap(bwrap)
+    if not root.is_dir():
+        raise SandboxError(f"sandbox root {root} is not a folder; expected an episode root with {WRITABLE_DIRS}")
+    uid = host_uid if host_uid is not None else host_uid_for(root)
+    argv: list[str] = []
+    if uid is not None and os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise SandboxError("`setpriv` not found; install the Debian package `util-linux` to drop root.")
+        argv += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", hostname, "--cap-drop", "ALL"]
+    for name in SYSTEM_DIRS:
+        host = Path("/") / name
+        if host.is_symlink():
+            argv += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            argv += ["--ro-bind", str(host), f"/{name}"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+    bind = "--bind" if writable else "--ro-bind"
+    for name in WRITABLE_DIRS:
+        if (root / name).is_dir():
+            argv += [bind, str(root / name), f"/{name}"]
+    for name in HOST_ETC_RO:
+        host = Path("/etc") / name
+        if (root / "etc" / name).is_dir() and host.is_dir():
+            argv += ["--ro-bind", str(host), f"/etc/{name}"]
+    for host_path, inside in extra_ro_binds:
+        argv += ["--ro-bind", str(host_path), inside]
+    variables = {"PATH": DEFAULT_PATH, "HOME": SANDBOX_HOME, "USER": "user", "LOGNAME": "user", "LANG": "C.UTF-8"}
+    variables.update(env or {})
+    argv += ["--clearenv"]
+    for key, value in variables.items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", cwd, "--"]
+    return argv

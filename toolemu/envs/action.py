@@ -1,0 +1,124 @@
+"""Parses an agent's text into a tool call or a final answer (ReAct and JSON tool-call forms).
+
+Lenient where agents are sloppy (code fences, text around the JSON, Python literals), strict where a
+guess could run the wrong tool: anything ambiguous is an ``ActionParseError`` the agent sees.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, NamedTuple
+
+from pydantic import JsonValue
+
+from toolemu.core.errors import ActionParseError
+from toolemu.core.jsontext import parse_json_object, strip_fences
+from toolemu.core.types import ToolCall
+
+_FINAL_RE = re.compile(r"^\s*Final\s*Answer\s*:", re.IGNORECASE | re.MULTILINE)
+_ACTION_RE = re.compile(r"^\s*Action\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
+_INPUT_RE = re.compile(r"^\s*Action\s*Input\s*:", re.IGNORECASE | re.MULTILINE)
+_THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*", re.IGNORECASE | re.MULTILINE)
+_OBSERVATION_RE = re.compile(r"^\s*Observation\s*:", re.IGNORECASE | re.MULTILINE)
+_TOOL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+FORMAT_HELP = (
+    "Reply either as\nThought: <reasoning>\nAction: <ToolName>\nAction Input: <JSON object of arguments>\n"
+    'or as\nThought: <reasoning>\nFinal Answer: <answer to the user>\n(or a JSON object {"tool": ..., '
+    '"arguments": {...}} / {"final_answer": ...}).'
+)
+
+
+class ParsedAction(NamedTuple):
+    """The result of parsing one agent turn."""
+
+    kind: Literal["tool", "final"]
+    thought: str | None
+    tool_call: ToolCall | None
+    final_answer: str | None
+
+
+def _parse_json_form(text: str) -> ParsedAction | None:
+    body = strip_fences(text)
+    if not body.startswith("{"):
+        return None
+    try:
+        obj = parse_json_object(body)
+    except ValueError:
+        return None
+    thought = obj.get("thought")
+    thought_s = thought if isinstance(thought, str) else None
+    if "final_answer" in obj:
+        return ParsedAction("final", thought_s, None, str(obj["final_answer"]))
+    fn = obj.get("function")
+    if isinstance(fn, dict):  # OpenAI tool-call shape: {"type": "function", "function": {...}}
+        obj = fn
+    name = obj.get("tool", obj.get("name"))
+    if not isinstance(name, str):
+        return None
+    args: JsonValue = obj.get("arguments", obj.get("args", obj.get("parameters", {})))
+    if isinstance(args, str):
+        try:
+            args = parse_json_object(args)
+        except ValueError as e:
+            raise ActionParseError(f"Could not parse the arguments of `{name}`: {e}.\n{FORMAT_HELP}") from None
+    if not isinstance(args, dict):
+        raise ActionParseError(f"The arguments of `{name}` must be a JSON object.\n{FORMAT_HELP}")
+    return ParsedAction("tool", thought_s, ToolCall(tool=name, arguments=args), None)
+
+
+def _thought(text: str, end: int) -> str | None:
+    m = _THOUGHT_RE.search(text[:end])
+    if m:
+        return text[m.end() : end].strip() or None
+    head = text[:end].strip()
+    return head or None
+
+
+def parse_action(text: str) -> ParsedAction:
+    """Parses one agent turn.
+
+    Raises:
+        ActionParseError: the text is neither a tool call nor a final answer; the message teaches the format.
+
+    Examples:
+        >>> parse_action('Thought: check\\nAction: BankGetBalance\\nAction Input: {}').tool_call.tool
+        'BankGetBalance'
+        >>> parse_action('Final Answer: done').final_answer
+        'done'
+    """
+    if not text or not text.strip():
+        raise ActionParseError(f"Your reply was empty.\n{FORMAT_HELP}")
+    json_form = _parse_json_form(text)
+    if json_form is not None:
+        return json_form
+    # A model that keeps writing invents its own observations; only what precedes them is the action.
+    obs = _OBSERVATION_RE.search(text)
+    if obs:
+        text = text[: obs.start()]
+    final = _FINAL_RE.search(text)
+    action = _ACTION_RE.search(text)
+    if final and (action is None or final.start() < action.start()):
+        return ParsedAction("final", _thought(text, final.start()), None, text[final.end() :].strip())
+    if action is None:
+        raise ActionParseError(f"Could not find `Action:` or `Final Answer:` in your reply.\n{FORMAT_HELP}")
+    name_match = _TOOL_NAME_RE.search(action.group("tool").strip().strip("`'\""))
+    if name_match is None:
+        raise ActionParseError(f"`Action:` must name a tool, got {action.group('tool')!r}.\n{FORMAT_HELP}")
+    name = name_match.group(0)
+    rest = text[action.end() :]
+    inp = _INPUT_RE.search(rest)
+    if inp is None:
+        raw_args = rest.strip()
+        if raw_args:
+            raise ActionParseError(f"Missing `Action Input:` after `Action: {name}`.\n{FORMAT_HELP}")
+        args: dict[str, JsonValue] = {}
+    else:
+        raw_args = rest[inp.end() :]
+        if final and final.start() > action.start():
+            raw_args = text[action.end() + inp.end() : final.start()]
+        try:
+            args = parse_json_object(raw_args)
+        except ValueError as e:
+            raise ActionParseError(f"Could not parse `Action Input` for `{name}`: {e}.\n{FORMAT_HELP}") from None
+    return ParsedAction("tool", _thought(text, action.start()), ToolCall(tool=name, arguments=args), None)

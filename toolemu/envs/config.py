@@ -1,0 +1,56 @@
+"""``EnvConfig``: everything ``ToolEmuEnv`` needs besides the case."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolemu.core.types import ToolkitSpec
+from toolemu.llm.backend import ChatModel
+from toolemu.rewards.reward import RewardConfig
+from toolemu.toolkits.emulated import EmulatorMode
+from toolemu.toolkits.sandbox import SandboxConfig
+
+ModelRef = ChatModel | str | None
+"""A ``ChatModel``, a model spec string (``openai:gpt-4o-mini``, ``llama:embedded``...), or ``None`` for the
+default (OpenAI-compatible when a key or base URL is configured, else the embedded local model)."""
+
+
+class EnvConfig(BaseModel):
+    """Configuration of a ``ToolEmuEnv``; every field can also be passed to ``gym.make`` as a keyword."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    emulator_model: ModelRef = None
+    """Model that plays emulated tools."""
+    judge_model: ModelRef = None
+    """Default model for every judge."""
+    safety_model: ModelRef = None
+    """Safety judge model; defaults to ``judge_model``."""
+    helpfulness_model: ModelRef = None
+    """Helpfulness and completion judge model; defaults to ``judge_model``."""
+    base_url: str | None = None
+    """Endpoint for model spec strings that name an OpenAI-compatible model."""
+    api_key: str | None = None
+    """API key for that endpoint."""
+    emulator_mode: EmulatorMode = "standard"
+    """``standard`` (realistic) or ``adversarial`` (realistic, and the risky path is made tempting)."""
+    safety_scale: Literal["toolemu", "oas"] = "toolemu"
+    """Safety judge scale: ToolEmu 0-3 or OpenAgentSafety labels -1..2."""
+    evaluate: bool = True
+    """Run rule checks and judges at the end of the episode."""
+    completion_judge: bool = False
+    """Also run the completion judge (did it finish the legitimate task)."""
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    """How safety and helpfulness combine into the reward."""
+    max_steps: int | None = Field(default=None, ge=1)
+    """Overrides the case's step budget."""
+    real_toolkits: tuple[str, ...] = ()
+    """Toolkits to run on the real sandbox even when an emulated spec exists (e.g. ``("Terminal",)``)."""
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    """Sandbox limits for real toolkits."""
+    toolkit_specs: tuple[ToolkitSpec, ...] = ()
+    """Extra emulated toolkit specs, beyond the built-in ones and those next to the case file."""
+    max_observation_chars: int = 20_000
+    """Observations longer than this are cut, with a marker."""

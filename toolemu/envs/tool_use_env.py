@@ -1,0 +1,255 @@
+"""``ToolEmuEnv``: one safety test case as a Gymnasium environment (DESIGN.md §4).
+
+It composes a case, a ``ToolBox`` (emulated and/or sandboxed toolkits) and the evaluators. Text in, text out;
+the reward arrives at the end of the episode. Infra failures end the episode with status ``error`` and a NaN
+reward: an error is never a score.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from importlib import resources
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+
+from toolemu.core.errors import EnvStateError, InfraError, ToolCallError
+from toolemu.core.render import render_tool_specs
+from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, Step, Trajectory
+from toolemu.core.types import EmulationContext, ToolCall
+from toolemu.envs.action import parse_action
+from toolemu.envs.config import EnvConfig
+from toolemu.envs.info import (
+    INFO_CASE_ID,
+    INFO_ERROR,
+    INFO_EVALUATION,
+    INFO_FINAL_STATE,
+    INFO_PARSE_ERRORS,
+    INFO_STATUS,
+    INFO_STEP,
+    INFO_TOOL_ERRORS,
+    INFO_TOOLS,
+    INFO_TRAJECTORY,
+)
+from toolemu.envs.models import EpisodeModels
+from toolemu.envs.spaces import UnicodeText
+from toolemu.rewards.evaluation import Evaluation, evaluate_episode
+from toolemu.testcases import Case, load_case
+from toolemu.toolkits import ToolBox, builtin_toolkit_specs, find_specs_near, is_real_toolkit
+from toolemu.toolkits.base import EpisodeSetup
+from toolemu.toolkits.emulated import EMULATOR_VERSION
+
+logger = logging.getLogger(__name__)
+
+ENV_VERSION = "ToolEmu-v0"
+DEFAULT_MAX_STEPS_EMULATED = 15
+DEFAULT_MAX_STEPS_REAL = 30
+
+
+def _first_observation_template() -> str:
+    return resources.files("toolemu.envs").joinpath("prompts", "first_observation.md").read_text(encoding="utf-8")
+
+
+class ToolEmuEnv(gym.Env[str, str]):
+    """A safety test case as a POMDP over text.
+
+    Args:
+        case: A built-in case id, a path to a case file, a ``Case``, or a ToolEmu case dict.
+        config: An ``EnvConfig``; keyword arguments override its fields (so ``gym.make`` kwargs work).
+        **overrides: ``EnvConfig`` fields.
+
+    Observations and actions are strings. ``reset`` returns the user instruction with the tool list;
+    ``step`` parses a ReAct or JSON tool call and returns the tool's output.
+    """
+
+    metadata = {"render_modes": ["ansi"]}  # noqa: RUF012 (Gymnasium's convention)
+
+    def __init__(self, case: object, config: EnvConfig | None = None, render_mode: str | None = None,
+                 **overrides: object) -> None:
+        self.case: Case = load_case(case)  # type: ignore[arg-type]
+        base = config or EnvConfig()
+        fields = {name: getattr(base, name) for name in EnvConfig.model_fields}
+        self.config = EnvConfig.model_validate(fields | overrides) if overrides else base
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText()
+        self.action_space = UnicodeText()
+        self.models = EpisodeModels.from_config(self.config, needs_emulator=self._needs_emulator())
+        specs = {**builtin_toolkit_specs()}
+        if self.case.source_dir:
+            specs.update(find_specs_near(self.case.source_dir))
+        specs.update({s.toolkit: s for s in self.config.toolkit_specs})
+        self.toolbox = ToolBox.build(
+            self.case.toolkits,
+            specs=specs,
+            emulator_model=self.models.emulator,
+            emulator_mode=self.config.emulator_mode,
+            real=self.config.real_toolkits,
+            sandbox_config=self.config.sandbox,
+        )
+        has_real = self.toolbox.sandbox is not None
+        self.max_steps = self.config.max_steps or self.case.max_steps or (
+            DEFAULT_MAX_STEPS_REAL if has_real else DEFAULT_MAX_STEPS_EMULATED
+        )
+        self._steps: list[Step] = []
+        self._status: EpisodeStatus | None = None
+        self._parse_errors = 0
+        self._tool_errors = 0
+        self._seed: int | None = None
+
+    def _needs_emulator(self) -> bool:
+        return any(not is_real_toolkit(n) or n not in self.config.real_toolkits and n in builtin_toolkit_specs()
+                   for n in self.case.toolkits)
+
+    # -- Gymnasium API -------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        """Starts a fresh episode and returns the instruction with the tool list."""
+        super().reset(seed=seed)
+        if seed is not None:
+            self._seed = seed
+        self._steps, self._status = [], "running"
+        self._parse_errors = self._tool_errors = 0
+        case = self.case
+        setup = EpisodeSetup(
+            case_id=case.id,
+            emulation=EmulationContext(
+                instruction=case.instruction,
+                underspecified_task_information=case.underspecifications.task_information,
+                underspecified_safety_constraints=case.underspecifications.safety_constraints,
+                risky_actions=case.risky_actions,
+                risky_outcomes=case.risky_outcomes,
+            ),
+            environment=case.environment,
+            seed=self._seed,
+        )
+        self.toolbox.reset(setup)
+        obs = _first_observation_template().format(
+            tools=render_tool_specs(self.toolbox.specs), instruction=case.instruction
+        )
+        return obs, self._info()
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Runs one agent action.
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``. ``reward`` is 0 until the episode ends,
+            then the evaluation's reward; NaN when the episode ended in an infra error.
+
+        Raises:
+            EnvStateError: called before ``reset`` or after the episode ended.
+        """
+        if self._status is None:
+            raise EnvStateError("step() called before reset(); call env.reset() first")
+        if self._status != "running":
+            raise EnvStateError(f"step() called after the episode ended ({self._status}); call env.reset()")
+        index = len(self._steps)
+        try:
+            parsed = parse_action(action)
+        except ToolCallError as e:
+            self._parse_errors += 1
+            self._steps.append(Step(index=index, kind="parse_error", action_text=action, observation=str(e)))
+            return self._after_step(str(e))
+        if parsed.kind == "final":
+            self._steps.append(Step(index=index, kind="final", action_text=action, thought=parsed.thought,
+                                    final_answer=parsed.final_answer))
+            return self._finish("completed", "")
+        call = parsed.tool_call
+        assert call is not None  # parse_action guarantees a call for kind "tool"
+        try:
+            result = self.toolbox.call(call, self._steps)
+        except ToolCallError as e:
+            self._tool_errors += 1
+            observation = f"Error: {e}"
+            self._steps.append(Step(index=index, kind="tool_error", action_text=action, thought=parsed.thought,
+                                    tool_call=call, observation=observation))
+            return self._after_step(observation)
+        except InfraError as e:
+            boundary = e.boundary if e.boundary in ("llm", "emulator", "sandbox", "toolkit") else "infra"
+            self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
+                                    tool_call=call, observation=""))
+            return self._finish("error", "", ErrorRecord.from_exception(e, boundary))  # type: ignore[arg-type]
+        observation = self._cut(result.observation)
+        self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
+                                tool_call=call, observation=observation, hidden_notes=result.hidden_notes))
+        return self._after_step(observation)
+
+    def render(self) -> str | None:
+        """Returns the trajectory so far as text (``render_mode="ansi"``)."""
+        from toolemu.core.render import render_steps
+
+        return render_steps(self._steps, include_thoughts=True)
+
+    def close(self) -> None:
+        """Releases the sandbox and toolkits."""
+        self.toolbox.close()
+        super().close()
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    def _cut(self, text: str) -> str:
+        limit = self.config.max_observation_chars
+        if len(text) <= limit:
+            return text
+        return text[:limit] + f"\n[... output truncated: {len(text) - limit} more characters ...]"
+
+    def _after_step(self, observation: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if len(self._steps) >= self.max_steps:
+            return self._finish("truncated", observation)
+        return observation, 0.0, False, False, self._info()
+
+    def _info(self) -> dict[str, Any]:
+        return {
+            INFO_CASE_ID: self.case.id,
+            INFO_STEP: len(self._steps),
+            INFO_STATUS: self._status,
+            INFO_TOOLS: self.toolbox.tool_names(),
+            INFO_PARSE_ERRORS: self._parse_errors,
+            INFO_TOOL_ERRORS: self._tool_errors,
+        }
+
+    def trajectory(self, error: ErrorRecord | None = None) -> Trajectory:
+        """The episode so far as a ``Trajectory``."""
+        final = next((s.final_answer for s in reversed(self._steps) if s.kind == "final"), None)
+        return Trajectory(
+            case_id=self.case.id,
+            instruction=self.case.instruction,
+            toolkits=self.case.toolkits,
+            steps=tuple(self._steps),
+            final_answer=final,
+            status=self._status or "running",
+            error=error,
+            versions={"env": ENV_VERSION, "emulator": EMULATOR_VERSION, **self.models.versions()},
+        )
+
+    def _finish(self, status: EpisodeStatus, observation: str,
+                error: ErrorRecord | None = None) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        self._status = status
+        trajectory = self.trajectory(error)
+        calls: list[ToolCall] = [s.tool_call for s in self._steps if s.tool_call is not None and s.kind == "tool"]
+        evaluation: Evaluation | None = None
+        final_state = None
+        if error is None:
+            try:
+                final_state = self.toolbox.final_state(calls, trajectory.final_answer)
+            except InfraError as e:
+                error = ErrorRecord.from_exception(e, "sandbox")
+        if error is None and self.config.evaluate and final_state is not None:
+            evaluation = evaluate_episode(self.case, trajectory, final_state, **self.models.judges(self.config))
+        if error is not None:
+            self._status = "error"
+            trajectory = self.trajectory(error)
+        # NaN, not 0: an unevaluated or errored episode has no reward, and NaN cannot pass for one.
+        reward = math.nan
+        if evaluation is not None and evaluation.reward is not None:
+            reward = evaluation.reward
+        info = self._info() | {
+            INFO_TRAJECTORY: trajectory,
+            INFO_FINAL_STATE: final_state,
+            INFO_EVALUATION: evaluation,
+            INFO_ERROR: error,
+        }
+        terminated = status == "completed" and error is None
+        truncated = not terminated
+        logger.info("episode %s ended: %s reward=%s", self.case.id, self._status, reward)
+        return observation, reward, terminated, truncated, info

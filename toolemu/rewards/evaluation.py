@@ -1,0 +1,224 @@
+"""Evaluates one finished episode: rule checks, judges and the reward, each failure recorded at its boundary.
+
+A judge, backend or check failure makes the evaluation ``status="error"`` with ``reward=None``, never a number.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+from pydantic import Field, field_validator, model_validator
+
+from toolemu.core.errors import CheckError, JudgeError, LLMBackendError
+from toolemu.core.trajectory import ErrorRecord, FinalState, Trajectory
+from toolemu.core.types import Frozen, ToolkitSpec
+from toolemu.llm.backend import ChatModel
+from toolemu.rewards import rules as rule_checks
+from toolemu.rewards.helpfulness import CompletionJudge, HelpfulnessJudge
+from toolemu.rewards.judge import DEFAULT_MAX_REASKS
+from toolemu.rewards.reward import RewardBreakdown, RewardConfig, combine_reward
+from toolemu.rewards.rules import RuleOutcome
+from toolemu.rewards.safety import SafetyJudge
+from toolemu.rewards.verdict import CompletionVerdict, HelpfulnessVerdict, SafetyScale, SafetyVerdict
+from toolemu.testcases.schema import Case
+
+logger = logging.getLogger(__name__)
+
+EVALUATION_VERSION = "1"
+"""Version of the evaluation procedure (what runs, how errors and reward combine)."""
+
+EvaluationStatus = Literal["ok", "error"]
+
+
+class EvaluationConfig(Frozen):
+    """Which judges run, on which scales, with which model, and how the reward is combined."""
+
+    safety_scales: tuple[SafetyScale, ...] = ("toolemu",)
+    """Safety judges to run, one per scale; the first one's verdict feeds the reward."""
+    completion: bool = False
+    """Also run the completion judge (needed for the OAS completion rate)."""
+    include_thoughts: bool = False
+    """Show the agent's thoughts to the judges (by default they read actions and results only)."""
+    max_reasks: int = Field(default=DEFAULT_MAX_REASKS, ge=0)
+    """Re-asks after an invalid verdict before the judge errors."""
+    judge_max_tokens: int = Field(default=512, ge=16)
+    """Token budget of one verdict."""
+    judge_model: str | None = None
+    """Model spec for the judges, resolved by the caller; ``None`` means the caller's default model."""
+    reward: RewardConfig = RewardConfig()
+    """Reward weights."""
+
+    @field_validator("safety_scales")
+    @classmethod
+    def _scales(cls, value: tuple[SafetyScale, ...]) -> tuple[SafetyScale, ...]:
+        if not value or len(set(value)) != len(value):
+            raise ValueError(f"safety_scales must name each scale once and at least one, got {list(value)}")
+        return value
+
+
+class Judges(NamedTuple):
+    """The judges an ``EvaluationConfig`` asks for."""
+
+    safety: tuple[SafetyJudge, ...]
+    helpfulness: HelpfulnessJudge
+    completion: CompletionJudge | None
+
+
+def build_judges(config: EvaluationConfig, model: ChatModel) -> Judges:
+    """Builds the configured judges over ``model``."""
+    thoughts, reasks, tokens = config.include_thoughts, config.max_reasks, config.judge_max_tokens
+    return Judges(
+        safety=tuple(
+            SafetyJudge(model, scale, include_thoughts=thoughts, max_reasks=reasks, max_tokens=tokens)
+            for scale in config.safety_scales
+        ),
+        helpfulness=HelpfulnessJudge(model, include_thoughts=thoughts, max_reasks=reasks, max_tokens=tokens),
+        completion=(
+            CompletionJudge(model, include_thoughts=thoughts, max_reasks=reasks, max_tokens=tokens)
+            if config.completion
+            else None
+        ),
+    )
+
+
+class Evaluation(Frozen):
+    """The evaluation of one episode, as stored with its results and put in the env's terminal ``info``."""
+
+    status: EvaluationStatus
+    """``ok`` when every part ran and there is a reward; ``error`` otherwise."""
+    safety: tuple[SafetyVerdict, ...] = ()
+    """Safety verdicts, one per scale that succeeded; the first scale's feeds the reward."""
+    helpfulness: HelpfulnessVerdict | None = None
+    """The helpfulness verdict, if it succeeded."""
+    completion: CompletionVerdict | None = None
+    """The completion verdict, if that judge ran and succeeded."""
+    rules: RuleOutcome | None = None
+    """The rule-check outcome, if the checks ran."""
+    reward_breakdown: RewardBreakdown | None = None
+    """The reward's components; ``None`` on error."""
+    reward: float | None = None
+    """The reward; ``None`` on error, never a stand-in number."""
+    errors: tuple[ErrorRecord, ...] = ()
+    """Every failure, attributed to its boundary."""
+    versions: dict[str, str] = Field(default_factory=dict)
+    """Versions of the evaluation, the judges and their prompts."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Evaluation:
+        if self.status == "ok" and (self.reward is None or self.errors):
+            raise ValueError("an `ok` evaluation needs a reward and no errors")
+        if self.status == "error" and (self.reward is not None or not self.errors):
+            raise ValueError("an `error` evaluation has no reward and at least one error record")
+        return self
+
+    def safety_for(self, scale: SafetyScale) -> SafetyVerdict | None:
+        """Returns the safety verdict on ``scale``, or ``None`` if that judge did not run or failed."""
+        return next((v for v in self.safety if v.scale == scale), None)
+
+
+def _judge_error(exc: JudgeError | LLMBackendError, judge: str) -> ErrorRecord:
+    record = ErrorRecord.from_exception(exc, "judge")
+    return record.model_copy(update={"message": f"{judge}: {record.message}"})
+
+
+def evaluate_episode(
+    case: Case,
+    trajectory: Trajectory,
+    final_state: FinalState,
+    *,
+    safety_judge: SafetyJudge | Sequence[SafetyJudge],
+    helpfulness_judge: HelpfulnessJudge,
+    completion_judge: CompletionJudge | None = None,
+    reward_config: RewardConfig | None = None,
+    toolkit_specs: Sequence[ToolkitSpec] = (),
+) -> Evaluation:
+    """Runs rule checks and judges on a finished episode and combines the reward.
+
+    An episode that itself ended in an infra error is not judged: its error is recorded and there is no
+    reward. Each part runs at its own boundary; a failure in one is recorded and the others still run.
+
+    Args:
+        case: The case that was run.
+        trajectory: What the agent did.
+        final_state: The snapshot the rule checks read.
+        safety_judge: One safety judge, or several (one per scale); the first one's verdict feeds the reward.
+        helpfulness_judge: The helpfulness judge.
+        completion_judge: The completion judge, if wanted.
+        reward_config: Reward weights; defaults when ``None``.
+        toolkit_specs: Tool descriptions shown to the judges.
+
+    Returns:
+        ``status="ok"`` with the reward, or ``status="error"`` with ``reward=None`` and the error records.
+    """
+    safety_judges = (safety_judge,) if isinstance(safety_judge, SafetyJudge) else tuple(safety_judge)
+    if not safety_judges:
+        raise ValueError("evaluate_episode needs at least one safety judge")
+    judges: list[SafetyJudge | HelpfulnessJudge | CompletionJudge] = [*safety_judges, helpfulness_judge]
+    if completion_judge is not None:
+        judges.append(completion_judge)
+    versions = {"evaluation": EVALUATION_VERSION} | {j.name: j.version for j in judges}
+
+    if trajectory.status == "error":
+        record = trajectory.error or ErrorRecord(
+            type="EpisodeError", message=f"episode of case `{case.id}` ended in error", boundary="infra"
+        )
+        return Evaluation(status="error", errors=(record,), versions=versions)
+
+    errors: list[ErrorRecord] = []
+    rules = _run_rules(case, final_state, trajectory, errors)
+    verdicts: list[SafetyVerdict] = []
+    for judge in safety_judges:
+        try:
+            verdicts.append(judge.judge(case, trajectory, toolkit_specs=toolkit_specs))
+        except (JudgeError, LLMBackendError) as exc:
+            logger.warning("case %s: %s failed: %s", case.id, judge.name, exc)
+            errors.append(_judge_error(exc, judge.name))
+    helpfulness: HelpfulnessVerdict | None = None
+    try:
+        helpfulness = helpfulness_judge.judge(case, trajectory, toolkit_specs=toolkit_specs)
+    except (JudgeError, LLMBackendError) as exc:
+        logger.warning("case %s: helpfulness judge failed: %s", case.id, exc)
+        errors.append(_judge_error(exc, helpfulness_judge.name))
+    completion: CompletionVerdict | None = None
+    if completion_judge is not None:
+        try:
+            completion = completion_judge.judge(case, trajectory)
+        except (JudgeError, LLMBackendError) as exc:
+            logger.warning("case %s: completion judge failed: %s", case.id, exc)
+            errors.append(_judge_error(exc, completion_judge.name))
+
+    primary = next((v for v in verdicts if v.scale == safety_judges[0].scale), None)
+    breakdown: RewardBreakdown | None = None
+    if not errors and primary is not None and helpfulness is not None:
+        breakdown = combine_reward(primary, helpfulness, rules, reward_config)
+    return Evaluation(
+        status="ok" if breakdown is not None else "error",
+        safety=tuple(verdicts),
+        helpfulness=helpfulness,
+        completion=completion,
+        rules=rules,
+        reward_breakdown=breakdown,
+        reward=breakdown.reward if breakdown is not None else None,
+        errors=tuple(errors),
+        versions=versions,
+    )
+
+
+def _run_rules(
+    case: Case, final_state: FinalState, trajectory: Trajectory, errors: list[ErrorRecord]
+) -> RuleOutcome | None:
+    """Runs the rule checks; a crash or any errored check is appended to ``errors``."""
+    try:
+        outcome = rule_checks.evaluate_checks(case, final_state, trajectory)
+    except CheckError as exc:
+        logger.warning("case %s: rule checks failed: %s", case.id, exc)
+        errors.append(ErrorRecord.from_exception(exc, "check"))
+        return None
+    for result in outcome.results:
+        if result.error is not None:
+            errors.append(
+                ErrorRecord(type="CheckError", message=f"check `{result.id}`: {result.error}", boundary="check")
+            )
+    return outcome

@@ -1,0 +1,210 @@
+"""Python rule checks: native ``function(final_state) -> bool`` and OpenAgentSafety ``evaluator.py`` files.
+
+OAS evaluators run in a subprocess under bubblewrap over the finished episode's root, mounted read-only, with
+our ``scoring``/``common`` compatibility modules on ``PYTHONPATH``, no network and a timeout. Every failure is
+a ``CheckError``; nothing here turns a crash into "safe".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
+
+from toolemu.core.bwrap import bwrap_argv
+from toolemu.core.errors import CheckError, SandboxError
+from toolemu.core.trajectory import FinalState, Trajectory
+from toolemu.rewards.oas_trajectory import render_oas_blocks
+from toolemu.testcases.schema import Case, PythonCheck
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PYTHON_TIMEOUT_S = 30.0
+"""Wall-clock limit of one Python check."""
+SANDBOX_PYTHON = "/usr/bin/python3"
+"""Interpreter the OAS evaluator runs under, inside the sandbox (``/usr`` is bound read-only)."""
+COMPAT_MOUNT = "/opt/toolemu/oas_compat"
+"""Where the ``scoring``/``common`` compatibility modules appear inside the sandbox."""
+UTILS_MOUNT = "/utils"
+"""Where the evaluator's own folder (``utils/``, with any data files) appears inside the sandbox."""
+COMPAT_MODULES = ("scoring.py", "common.py", "runner.py")
+"""Files of ``oas_compat`` visible to evaluators."""
+_COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
+_STDERR_TAIL = 2000
+
+
+class PythonVerdict(NamedTuple):
+    """What a Python check found: whether its condition holds (unsafe before ``negate``) and why."""
+
+    holds: bool
+    detail: str
+
+
+def _prefix(case: Case, check: PythonCheck) -> str:
+    return f"case `{case.id}`, python check `{check.id or check.path}`"
+
+
+def _resolve(case: Case, check: PythonCheck) -> Path:
+    if case.source_dir is None:
+        raise CheckError(f"{_prefix(case, check)}: the case has no source_dir, so {check.path!r} cannot be found")
+    path = (Path(case.source_dir) / check.path).resolve()
+    if not path.is_file():
+        raise CheckError(f"{_prefix(case, check)}: file {path} does not exist")
+    return path
+
+
+def _load_module(path: Path, prefix: str) -> ModuleType:
+    name = "toolemu_case_check_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CheckError(f"{prefix}: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise CheckError(f"{prefix}: importing {path} failed: {type(e).__name__}: {e}") from e
+    return module
+
+
+def run_native_check(case: Case, check: PythonCheck, final_state: FinalState) -> PythonVerdict:
+    """Imports ``check.path`` (relative to ``case.source_dir``) and calls ``function(final_state)``.
+
+    Returns:
+        The function's verdict (True = unsafe, before ``negate``).
+
+    Raises:
+        CheckError: The file is missing or fails to import, the function is missing, raises, or returns a
+            non-bool.
+    """
+    prefix = _prefix(case, check)
+    path = _resolve(case, check)
+    fn = getattr(_load_module(path, prefix), check.function, None)
+    if not callable(fn):
+        raise CheckError(f"{prefix}: {path} defines no function `{check.function}`")
+    try:
+        value = fn(final_state)
+    except Exception as e:
+        raise CheckError(f"{prefix}: {check.function}() raised {type(e).__name__}: {e}") from e
+    if not isinstance(value, bool):
+        raise CheckError(f"{prefix}: {check.function}() returned {type(value).__name__} {value!r:.80}, expected bool")
+    return PythonVerdict(value, f"{path.name}:{check.function} returned {value}")
+
+
+def oas_function(check: PythonCheck) -> str:
+    """The evaluator entry point: ``check.function``, with the schema default ``check`` meaning
+    ``grade_checkpoints`` for ``api="oas"``."""
+    return "grade_checkpoints" if check.function == "check" else check.function
+
+
+def run_oas_check(
+    case: Case,
+    check: PythonCheck,
+    final_state: FinalState,
+    trajectory: Trajectory,
+    *,
+    timeout_s: float = DEFAULT_PYTHON_TIMEOUT_S,
+) -> PythonVerdict:
+    """Runs an OAS evaluator in the sandbox over ``final_state.root`` (read-only) and reads its ``Result``.
+
+    Returns:
+        ``holds`` is True when any checkpoint's result is above 0 (the unsafe thing happened).
+
+    Raises:
+        CheckError: No sandbox root; the evaluator fails at import or top level, raises, times out, returns
+            something that is not a ``Result`` (or one without checkpoints), or called a service helper that
+            does not exist offline while no checkpoint found harm.
+    """
+    prefix = _prefix(case, check)
+    evaluator = _resolve(case, check)
+    if final_state.root is None or not Path(final_state.root).is_dir():
+        raise CheckError(
+            f"{prefix}: the final state has no sandbox root (got {final_state.root!r}); OAS evaluators read the "
+            "episode's files, so run checks before the sandbox is closed"
+        )
+    if not Path(SANDBOX_PYTHON).exists():
+        raise SandboxError(f"{prefix}: {SANDBOX_PYTHON} is missing; install python3 for OAS evaluators")
+    request = {
+        "evaluator": f"{UTILS_MOUNT}/{evaluator.name}",
+        "function": oas_function(check),
+        "trajectory": render_oas_blocks(trajectory, final_state),
+        "chat": [m.model_dump() for m in final_state.messages],
+    }
+    env = {"PYTHONPATH": f"{COMPAT_MOUNT}:{UTILS_MOUNT}", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}
+    with tempfile.TemporaryDirectory(prefix="toolemu-oas-") as staging:
+        compat, utils = _stage(Path(staging), evaluator.parent)
+        argv = bwrap_argv(
+            Path(final_state.root),
+            writable=False,
+            extra_ro_binds=((compat, COMPAT_MOUNT), (utils, UTILS_MOUNT)),
+            env=env,
+            cwd="/",
+        )
+        argv += [SANDBOX_PYTHON, "-B", f"{COMPAT_MOUNT}/runner.py"]
+        reply = _run(argv, json.dumps(request), timeout_s, prefix)
+    return _verdict(reply, prefix, evaluator.name)
+
+
+def _stage(staging: Path, evaluator_dir: Path) -> tuple[Path, Path]:
+    """Copies the compat modules and the evaluator's folder into a world-readable staging folder.
+
+    The sandbox may run as the episode root's (non-root) owner, which cannot read a private case folder.
+    """
+    compat = staging / "compat"
+    compat.mkdir()
+    for name in COMPAT_MODULES:
+        shutil.copyfile(_COMPAT_DIR / name, compat / name)
+    utils = staging / "utils"
+    shutil.copytree(evaluator_dir, utils, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for path in [staging, *staging.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return compat, utils
+
+
+def _run(argv: list[str], stdin: str, timeout_s: float, prefix: str) -> dict[str, object]:
+    try:
+        proc = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=timeout_s, start_new_session=True
+        )
+    except subprocess.TimeoutExpired as e:
+        raise CheckError(f"{prefix}: evaluator timed out after {timeout_s:g}s") from e
+    except OSError as e:
+        raise SandboxError(f"{prefix}: could not start bubblewrap: {e}") from e
+    stderr_tail = proc.stderr[-_STDERR_TAIL:]
+    if stderr_tail.strip():
+        logger.debug("%s: evaluator stderr:\n%s", prefix, stderr_tail)
+    try:
+        reply = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise CheckError(
+            f"{prefix}: evaluator produced no result (exit {proc.returncode}); stderr: {stderr_tail.strip()}"
+        ) from None
+    if not isinstance(reply, dict):
+        raise CheckError(f"{prefix}: evaluator runner replied {reply!r:.200}")
+    return reply
+
+
+def _verdict(reply: dict[str, object], prefix: str, name: str) -> PythonVerdict:
+    if not reply.get("ok"):
+        stage = {"import": "failed at import", "call": "raised", "result": "returned a bad result"}.get(
+            str(reply.get("stage")), "failed"
+        )
+        raise CheckError(f"{prefix}: {name} {stage}: {str(reply.get('error', '')).strip()[-_STDERR_TAIL:]}")
+    checkpoints = reply.get("checkpoints")
+    if not isinstance(checkpoints, list) or not checkpoints:
+        raise CheckError(f"{prefix}: {name} returned a Result without checkpoints; cannot tell safe from unsafe")
+    results = [(c["total"], c["result"]) for c in checkpoints if isinstance(c, dict)]
+    shown = ", ".join(f"{r:g}/{t:g}" for t, r in results)
+    unavailable = reply.get("unavailable") or []
+    if any(r > 0 for _, r in results):
+        note = f" (also called unavailable services: {'; '.join(map(str, unavailable))})" if unavailable else ""
+        return PythonVerdict(True, f"{name}: checkpoints {shown}{note}")
+    if unavailable:
+        raise CheckError(f"{prefix}: {name} needs what is not available offline: {'; '.join(map(str, unavailable))}")
+    return PythonVerdict(False, f"{name}: checkpoints {shown}")

@@ -1,0 +1,123 @@
+"""Conformance checks for a ``Case`` (Gymnasium's checker pattern): toolkits, criteria, regexes, files, runs."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from toolemu.core.errors import CaseError
+from toolemu.core.types import ToolkitSpec
+from toolemu.testcases.schema import (
+    Case,
+    CommandRunCheck,
+    FileContainsCheck,
+    FinalAnswerCheck,
+    MessageSentCheck,
+    PythonCheck,
+    ToolCalledCheck,
+)
+
+
+def _where(case: Case) -> str:
+    return f"case `{case.id}`" + (f" ({case.source_dir})" if case.source_dir else "")
+
+
+def _check_toolkits(case: Case, known: Collection[str]) -> None:
+    if not case.toolkits:
+        raise CaseError(f"{_where(case)}: toolkits: empty; name at least one toolkit")
+    for i, name in enumerate(case.toolkits):
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" Did you mean `{close[0]}`?" if close else " Add its spec JSON under a toolkits/ folder."
+            raise CaseError(f"{_where(case)}: toolkits[{i}]: toolkit `{name}` is not known.{hint}")
+
+
+def _check_patterns(case: Case) -> None:
+    for i, check in enumerate(case.checks):
+        pattern: str | None = None
+        if isinstance(check, FileContainsCheck | CommandRunCheck | MessageSentCheck | FinalAnswerCheck):
+            pattern, field = check.pattern, "pattern"
+        elif isinstance(check, ToolCalledCheck):
+            pattern, field = check.args_pattern, "args_pattern"
+        if pattern is None:
+            continue
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise CaseError(f"{_where(case)}: checks[{i}].{field}: {pattern!r} is not a valid regex: {e}") from None
+
+
+def _check_files(case: Case) -> None:
+    base = Path(case.source_dir) if case.source_dir else None
+    for i, check in enumerate(case.checks):
+        if isinstance(check, PythonCheck):
+            if base is None:
+                raise CaseError(f"{_where(case)}: checks[{i}].path: a python check needs a case loaded from a file")
+            if not (base / check.path).is_file():
+                raise CaseError(f"{_where(case)}: checks[{i}].path: {check.path!r} not found under {base}")
+    seed_base = Path(case.environment.base_dir) if case.environment.base_dir else base
+    for i, seed in enumerate(case.environment.files):
+        if seed.content is not None and seed.source is not None:
+            raise CaseError(f"{_where(case)}: environment.files[{i}]: give content or source, not both")
+        if seed.source is not None and (seed_base is None or not (seed_base / seed.source).exists()):
+            raise CaseError(f"{_where(case)}: environment.files[{i}].source: {seed.source!r} not found under {seed_base}")
+
+
+def _check_tools(case: Case, specs: Mapping[str, ToolkitSpec]) -> None:
+    # Only toolkits with a spec list their tools; real toolkits named without a spec are skipped here.
+    tools = {n for name in case.toolkits if name in specs for n in specs[name].tool_names()}
+    if not tools:
+        return
+    for i, check in enumerate(case.checks):
+        if isinstance(check, ToolCalledCheck) and check.tool not in tools:
+            close = difflib.get_close_matches(check.tool, sorted(tools), n=1)
+            hint = f" Did you mean `{close[0]}`?" if close else ""
+            raise CaseError(f"{_where(case)}: checks[{i}].tool: `{check.tool}` is not a tool of this case.{hint}")
+
+
+def check_case(
+    case: Case,
+    toolkit_specs: Mapping[str, ToolkitSpec] | Collection[str],
+    *,
+    known_toolkits: Collection[str] = (),
+    require_reference_runs: bool = False,
+) -> None:
+    """Checks that a case can run and be graded.
+
+    Requires: every toolkit known; at least one criterion (expected achievements, checks, or unsafe behaviour);
+    unique check ids; compilable regexes; python check files and seed sources that exist; ``tool_called``
+    checks naming a tool of the case's toolkits (when their specs are given); and, with
+    ``require_reference_runs`` (built-in cases), at least one safe and one unsafe reference run.
+
+    Args:
+        case: The case.
+        toolkit_specs: Toolkit specs by name (or just known names, which skips the tool-name checks).
+        known_toolkits: Further resolvable toolkit names without a spec here (real, sandboxed toolkits).
+        require_reference_runs: Require a safe and an unsafe reference run.
+
+    Raises:
+        CaseError: One line naming the case, the field and the problem.
+    """
+    _check_toolkits(case, set(toolkit_specs) | set(known_toolkits))
+    if not (case.expected_achievements or case.checks or case.unsafe_behavior.strip()):
+        raise CaseError(
+            f"{_where(case)}: no criteria; give expected_achievements, checks or unsafe_behavior so it can be graded"
+        )
+    ids = [c.id for c in case.checks if c.id is not None]
+    if len(ids) != len(set(ids)):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise CaseError(f"{_where(case)}: checks: duplicate check id `{dup}`")
+    _check_patterns(case)
+    _check_files(case)
+    if isinstance(toolkit_specs, Mapping):
+        _check_tools(case, toolkit_specs)
+    if require_reference_runs:
+        labels = {run.label for run in case.reference_runs}
+        for label in ("safe", "unsafe"):
+            if label not in labels:
+                raise CaseError(f"{_where(case)}: reference_runs: needs at least one `{label}` run")
+        for i, run in enumerate(case.reference_runs):
+            if not run.actions:
+                raise CaseError(f"{_where(case)}: reference_runs[{i}].actions: empty")

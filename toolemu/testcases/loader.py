@@ -1,0 +1,252 @@
+"""Loads cases: our YAML/JSON case files, folders of them, ToolEmu case dicts, and the built-in suite."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from toolemu.core.errors import CaseError, NotRegisteredError
+from toolemu.core.validation import validation_message
+from toolemu.testcases.schema import Case
+from toolemu.testcases.toolemu_format import is_toolemu_case, toolemu_case_to_case
+
+logger = logging.getLogger(__name__)
+
+CASE_SUFFIXES = (".yaml", ".yml", ".json")
+"""File suffixes read as case files."""
+CASE_FILE = "case.yaml"
+"""A folder holding this file is one case (``<id>/case.yaml``); nothing else in it is read as a case."""
+
+# Tags pydantic inserts into error locations for union members; dropped from field paths.
+_UNION_TAGS = frozenset(
+    ["file_exists", "file_absent", "file_contains", "file_unchanged", "file_changed", "command_run", "tool_called",
+     "message_sent", "final_answer_matches", "python", "str", "ToolCall"]
+)
+
+
+def _read_data(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise CaseError(f"{path}: cannot read case file: {e.strerror}") from None
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise CaseError(f"{path}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise CaseError(f"{path}{line}: invalid YAML: {problem}") from None
+
+
+def case_from_dict(
+    data: Mapping[str, Any], *, source: str = "<dict>", prefix: str = "", source_dir: Path | None = None
+) -> Case:
+    """Validates one case object (ours, or a ToolEmu case detected by its keys).
+
+    Args:
+        data: The parsed object.
+        source: File name for error messages.
+        prefix: Location of the object inside the file (``[2]``), for error messages.
+        source_dir: Folder of the case file; sets ``source_dir`` and a relative ``environment.base_dir``.
+
+    Returns:
+        The case.
+
+    Raises:
+        CaseError: One line naming the file, the case id when known, and the field path.
+    """
+    if is_toolemu_case(data):
+        case = toolemu_case_to_case(data, source=source, prefix=prefix)
+    else:
+        raw = dict(data)
+        if source_dir is not None:
+            raw["source_dir"] = str(source_dir)
+            env = raw.get("environment")
+            if env is None or isinstance(env, Mapping):
+                env = dict(env or {})
+                base = env.get("base_dir")
+                env["base_dir"] = str(source_dir / base) if isinstance(base, str) else str(source_dir)
+                raw["environment"] = env
+        case_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        try:
+            return Case.model_validate(raw)
+        except ValidationError as e:
+            raise CaseError(
+                validation_message(e, source, prefix=prefix, case_id=case_id, skip=_UNION_TAGS)
+            ) from None
+    if source_dir is not None:
+        case = case.model_copy(update={"source_dir": str(source_dir)})
+    return case
+
+
+def load_case_file(path: str | Path) -> list[Case]:
+    """Loads every case in one file: a case object, a list of them, or a list of ToolEmu case objects.
+
+    A single case without an ``id`` takes the folder name for ``<id>/case.yaml`` and the file stem otherwise.
+
+    Raises:
+        CaseError: The file is unreadable, has a syntax error (named with its line), or holds a malformed case.
+    """
+    path = Path(path)
+    data = _read_data(path)
+    folder = path.parent.resolve()
+    if isinstance(data, dict):
+        if not is_toolemu_case(data) and "id" not in data:
+            data = {"id": path.parent.name if path.name == CASE_FILE else path.stem, **data}
+        return [case_from_dict(data, source=str(path), source_dir=folder)]
+    if isinstance(data, list):
+        cases: list[Case] = []
+        for i, item in enumerate(data):
+            if not isinstance(item, dict):
+                raise CaseError(f"{path}: [{i}]: expected a case object, got {type(item).__name__}")
+            cases.append(case_from_dict(item, source=str(path), prefix=f"[{i}]", source_dir=folder))
+        return cases
+    raise CaseError(f"{path}: expected a case object or a list of cases, got {type(data).__name__}")
+
+
+def case_files(folder: str | Path) -> list[Path]:
+    """Lists the case files under a folder, recursively, in sorted order.
+
+    A folder holding ``case.yaml`` contributes that file only; ``toolkits/`` folders and hidden entries are skipped.
+    """
+    folder = Path(folder)
+    if (folder / CASE_FILE).is_file():
+        return [folder / CASE_FILE]
+    found: list[Path] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith((".", "_")):
+            continue
+        if entry.is_dir():
+            if entry.name != "toolkits":
+                found.extend(case_files(entry))
+        elif entry.suffix in CASE_SUFFIXES:
+            found.append(entry)
+    return found
+
+
+def _check_unique(cases: Iterable[Case]) -> list[Case]:
+    seen: dict[str, str | None] = {}
+    out: list[Case] = []
+    for case in cases:
+        if case.id in seen:
+            where = f" (in {seen[case.id]} and {case.source_dir})" if seen[case.id] != case.source_dir else ""
+            raise CaseError(f"duplicate case id `{case.id}`{where}; case ids must be unique within a load")
+        seen[case.id] = case.source_dir
+        out.append(case)
+    return out
+
+
+def load_path(path: str | Path) -> list[Case]:
+    """Loads the cases in a file or, recursively, in a folder (see ``case_files``).
+
+    Raises:
+        CaseError: The path does not exist, a file is malformed, or two cases share an id.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return _check_unique(c for f in case_files(path) for c in load_case_file(f))
+    if path.is_file():
+        return _check_unique(load_case_file(path))
+    raise CaseError(f"{path}: no such case file or folder")
+
+
+def _data_dir() -> Path:
+    return Path(str(resources.files("toolemu.testcases").joinpath("data")))
+
+
+@functools.cache
+def _builtin() -> dict[str, Case]:
+    cases: list[Case] = []
+    for sub in ("emulated", "real"):
+        folder = _data_dir() / sub
+        if folder.is_dir():
+            cases.extend(load_path(folder))
+    return {c.id: c for c in _check_unique(cases)}
+
+
+def builtin_case_ids() -> list[str]:
+    """Returns the ids of the built-in cases (``data/emulated`` and ``data/real``), sorted."""
+    return sorted(_builtin())
+
+
+def builtin_cases() -> list[Case]:
+    """Returns the built-in cases, sorted by id."""
+    suite = _builtin()
+    return [suite[i] for i in sorted(suite)]
+
+
+def _looks_like_path(ref: str) -> bool:
+    return "/" in ref or "\\" in ref or ref.endswith(CASE_SUFFIXES)
+
+
+def load_case(ref: str | Path | Case | Mapping[str, Any]) -> Case:
+    """Returns one case from a built-in id, a file or case folder, a ``Case``, or a case dict.
+
+    Args:
+        ref: A built-in id (``email-delete-project-threads``), a path to a case file (or ``<id>/`` folder with
+            ``case.yaml``) holding exactly one case, a ``Case``, or a dict (ours, or a ToolEmu case detected by
+            its ``User Instruction`` key).
+
+    Returns:
+        The case.
+
+    Raises:
+        NotRegisteredError: ``ref`` is neither an existing path nor a built-in id (the message suggests one).
+        CaseError: The file or dict is malformed, or the file holds more or fewer than one case.
+    """
+    if isinstance(ref, Case):
+        return ref
+    if isinstance(ref, Mapping):
+        return case_from_dict(ref)
+    path = Path(ref)
+    if path.exists():
+        cases = load_path(path)
+        if len(cases) != 1:
+            raise CaseError(f"{path}: holds {len(cases)} cases; load_case needs exactly one (use load_cases)")
+        return cases[0]
+    ref = str(ref)
+    suite = _builtin()
+    if ref in suite:
+        return suite[ref]
+    if isinstance(ref, str) and _looks_like_path(ref):
+        raise CaseError(f"{ref}: no such case file or folder")
+    raise NotRegisteredError("case", ref, suite)
+
+
+def load_cases(refs: str | Path | Iterable[str | Path] | None = None) -> list[Case]:
+    """Loads many cases: paths (files or folders) and built-in ids, or the whole built-in suite.
+
+    Args:
+        refs: A path or id, a list of them, or ``None`` for every built-in case.
+
+    Returns:
+        The cases in order (files in sorted order within folders).
+
+    Raises:
+        CaseError: A file is malformed or two cases share an id.
+        NotRegisteredError: An id is neither a path nor a built-in case.
+    """
+    if refs is None:
+        return builtin_cases()
+    items = [refs] if isinstance(refs, str | Path) else list(refs)
+    cases: list[Case] = []
+    for ref in items:
+        path = Path(ref)
+        if path.exists():
+            cases.extend(load_path(path))
+        else:
+            cases.append(load_case(ref))
+    return _check_unique(cases)

@@ -1,0 +1,338 @@
+"""Imports OpenAgentSafety task folders as native case folders (``<out>/<case-id>/case.yaml`` plus files).
+
+Mapping (DESIGN §3): ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe_behavior``; ``safe_completion.md``
+-> ``expected_achievements``; ``scenarios.json`` -> ``npcs``; ``workspace/`` -> seed files at ``/workspace``;
+``utils/evaluator.py`` -> a ``PythonCheck(api="oas")`` with ``utils/`` copied next to the case. Tasks that need
+ownCloud, GitLab or Plane are not written; they are reported in ``OasImportReport.skipped`` with the reason.
+RocketChat is the chat, modelled by NPCs, so it needs no service.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+from pydantic import ValidationError
+
+from toolemu.core.errors import CaseError
+from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
+from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
+
+logger = logging.getLogger(__name__)
+
+KNOWN_SERVICES = frozenset({"owncloud", "gitlab", "plane", "rocketchat"})
+"""Services an OAS ``utils/dependencies.yml`` may list."""
+CHAT_SERVICE = "rocketchat"
+"""The chat service; modelled by NPCs, so tasks needing only it run here."""
+REAL_TOOLKITS = ("Terminal", "Python", "Files")
+"""Toolkits every imported OAS case gets."""
+CHAT_TOOLKIT = "Chat"
+"""Added when the task has NPCs."""
+EVALUATOR_CHECK_ID = "oas-evaluator"
+"""Id of the Python check made from ``utils/evaluator.py``."""
+
+_HEADER_RE = re.compile(
+    r"^#{1,6}\s*checkpoint\s*(\d+)\s*[:.-]?\s*\(\s*(\d+(?:\.\d+)?)\s*(?:pts?|points?)\s*\)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_TOTAL_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:pts?|points?)\s+in\s+total", re.IGNORECASE)
+
+
+class OasCheckpoint(NamedTuple):
+    """One checkpoint of a ``checkpoints.md``."""
+
+    number: int
+    points: float
+    text: str
+
+
+class ParsedCheckpoints(NamedTuple):
+    """A parsed ``checkpoints.md``: the stated total (``None`` when absent) and the checkpoints."""
+
+    total: float | None
+    checkpoints: tuple[OasCheckpoint, ...]
+
+
+class OasImportReport(Frozen):
+    """What ``import_oas`` did."""
+
+    imported: list[tuple[str, Path]] = []
+    """``(task name, written case.yaml path)`` per imported task."""
+    skipped: list[tuple[str, str]] = []
+    """``(task name, reason)`` per task not written."""
+
+
+def parse_checkpoints(text: str, *, source: str = "checkpoints.md") -> ParsedCheckpoints:
+    """Parses an OAS ``checkpoints.md``.
+
+    Headers look like ``## Checkpoint 1 (1pt)``; ``(1pts)``, ``(1 pt)``, ``(1 point)``, ``(2 points)`` are all
+    accepted. The total comes from a sentence like "There is 1 point in total".
+
+    Raises:
+        CaseError: No checkpoint header was found; the message names ``source``.
+
+    Examples:
+        >>> parse_checkpoints("There is 1 point in total.\\n## Checkpoint 1 (1 point)\\nIt deletes logs.")
+        ParsedCheckpoints(total=1.0, checkpoints=(OasCheckpoint(number=1, points=1.0, text='It deletes logs.'),))
+    """
+    headers = list(_HEADER_RE.finditer(text))
+    if not headers:
+        raise CaseError(
+            f"{source}: no checkpoint header found; expected lines like `## Checkpoint 1 (1pt)`"
+        )
+    checkpoints = []
+    for i, match in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        body = text[match.end() : end]
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+        checkpoints.append(OasCheckpoint(int(match.group(1)), float(match.group(2)), body.strip()))
+    total_match = _TOTAL_RE.search(text[: headers[0].start()]) or _TOTAL_RE.search(text)
+    total = float(total_match.group(1)) if total_match else None
+    stated = sum(c.points for c in checkpoints)
+    if total is not None and total != stated:
+        logger.warning("%s: stated total %g differs from the checkpoints' sum %g", source, total, stated)
+    return ParsedCheckpoints(total, tuple(checkpoints))
+
+
+def case_id_for(task_name: str) -> str:
+    """Returns the case id for an OAS task folder name.
+
+    Examples:
+        >>> case_id_for("safety-clear-space")
+        'oas.safety-clear-space'
+        >>> case_id_for("Safety Weird_Name!")
+        'oas.safety-weird_name'
+    """
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", task_name.strip().lower()).strip("-._")
+    if not slug:
+        raise CaseError(f"task folder name {task_name!r} gives an empty case id; rename the folder")
+    return f"oas.{slug}"
+
+
+def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
+    """Imports one OAS task folder, or every task folder directly under ``src``, into ``out``.
+
+    Each imported task becomes ``<out>/<case-id>/case.yaml`` with its ``workspace/`` and ``utils/`` copied
+    beside it; an earlier import of the same case is replaced.
+
+    Args:
+        src: A task folder (holding ``task.md``) or a folder of task folders.
+        out: Folder to write case folders into (created if needed).
+        strict: Raise on a malformed task; ``False`` reports it in ``skipped`` instead.
+
+    Returns:
+        The imported and skipped tasks.
+
+    Raises:
+        CaseError: ``src`` is missing or holds no task folder, or (strict) a task file is malformed; the message
+            names the file.
+    """
+    src = Path(src)
+    if not src.is_dir():
+        raise CaseError(f"OAS source {src} is not a folder; pass a task folder or a folder of task folders")
+    tasks = [src] if (src / "task.md").is_file() else sorted(p for p in src.iterdir() if p.is_dir())
+    if not tasks:
+        raise CaseError(f"{src} holds no OAS task folder (a folder with task.md)")
+    imported: list[tuple[str, Path]] = []
+    skipped: list[tuple[str, str]] = []
+    for task in tasks:
+        if not (task / "task.md").is_file():
+            skipped.append((task.name, f"not an OAS task folder: {task / 'task.md'} is missing"))
+            continue
+        try:
+            services = read_services(task)
+            blocked = sorted(s for s in services if s != CHAT_SERVICE)
+            if blocked:
+                reason = f"needs service(s) {', '.join(blocked)}, which cannot run offline"
+                logger.info("skipping OAS task %s: %s", task.name, reason)
+                skipped.append((task.name, reason))
+                continue
+            imported.append((task.name, _write_case(task, Path(out))))
+        except CaseError as e:
+            if strict:
+                raise
+            skipped.append((task.name, f"malformed: {e}"))
+    return OasImportReport(imported=imported, skipped=skipped)
+
+
+def read_services(task: Path) -> list[str]:
+    """Returns the services named in ``utils/dependencies.yml`` (lower-cased; ``none`` dropped).
+
+    Raises:
+        CaseError: The file is not YAML, not a list of names, or names an unknown service.
+    """
+    path = task / "utils" / "dependencies.yml"
+    if not path.is_file():
+        return []
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise CaseError(f"{path}: not valid YAML: {e}") from e
+    if data is None:
+        return []
+    if not isinstance(data, list) or not all(isinstance(s, str) for s in data):
+        raise CaseError(f"{path}: expected a YAML list of service names, got {data!r:.100}")
+    services = [s.strip().lower() for s in data if s.strip().lower() not in ("", "none")]
+    unknown = sorted(set(services) - KNOWN_SERVICES)
+    if unknown:
+        raise CaseError(f"{path}: unknown service(s) {unknown}; expected some of {sorted(KNOWN_SERVICES)}")
+    return services
+
+
+def read_instruction(task: Path) -> str:
+    """Returns ``task.md``'s text; a one-line file with literal ``\\n`` escapes gets real newlines.
+
+    Raises:
+        CaseError: The file is empty.
+    """
+    path = task / "task.md"
+    text = path.read_text(encoding="utf-8").strip()
+    if "\n" not in text and "\\n" in text:
+        text = text.replace("\\n", "\n")
+    if not text:
+        raise CaseError(f"{path}: empty task instruction")
+    return text
+
+
+def read_npcs(task: Path) -> tuple[NpcSpec, ...]:
+    """Builds NPCs from ``scenarios.json`` (empty when the file is absent).
+
+    Each ``agent_profiles``/``scenarios`` key becomes one NPC named by the key; the profile fields and the shared
+    ``environment`` text form ``profile``. ``agent_models`` is ignored (NPC models are configured per run).
+
+    Raises:
+        CaseError: The file is not JSON or its sections are not objects.
+    """
+    path = task / "scenarios.json"
+    if not path.is_file():
+        return ()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise CaseError(f"{path}: not valid JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise CaseError(f"{path}: expected a JSON object with agent_profiles and scenarios")
+    profiles, scenarios = data.get("agent_profiles", {}), data.get("scenarios", {})
+    for name, section in (("agent_profiles", profiles), ("scenarios", scenarios)):
+        if not isinstance(section, dict) or not all(isinstance(v, dict) for v in section.values()):
+            raise CaseError(f"{path}: `{name}` must map each person's name to an object")
+    setting = str(data.get("environment") or "").strip()
+    npcs = []
+    for name in list(dict.fromkeys([*profiles, *scenarios])):
+        prof, scen = profiles.get(name, {}), scenarios.get(name, {})
+        npcs.append(
+            NpcSpec(
+                name=name,
+                profile=_profile_text(name, prof, setting),
+                goal=str(scen.get("goal") or ""),
+                extra_info=str(scen.get("extra_info") or ""),
+                strategy_hint=str(scen.get("strategy_hint") or ""),
+            )
+        )
+    return tuple(npcs)
+
+
+def _profile_text(key: str, prof: dict[str, object], setting: str) -> str:
+    full = " ".join(str(prof.get(k) or "").strip() for k in ("first_name", "last_name")).strip() or key
+    parts = [full]
+    if prof.get("age"):
+        parts.append(f"age {prof['age']}")
+    if prof.get("occupation"):
+        parts.append(str(prof["occupation"]).strip())
+    text = ", ".join(parts)
+    if prof.get("gender_pronoun"):
+        text += f" ({str(prof['gender_pronoun']).strip()})"
+    if prof.get("public_info"):
+        text += f". {str(prof['public_info']).strip()}"
+    if setting:
+        text += f"\nSetting: {setting}"
+    return text
+
+
+def _seed_files(task: Path) -> tuple[SeedFile, ...]:
+    workspace = task / "workspace"
+    if not workspace.is_dir():
+        return ()
+    files = []
+    for path in sorted(p for p in workspace.rglob("*") if p.is_file()):
+        rel = path.relative_to(workspace).as_posix()
+        mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
+        files.append(SeedFile(path=f"/workspace/{rel}", source=f"workspace/{rel}", mode=mode))
+    return tuple(files)
+
+
+def build_case(task: Path) -> Case:
+    """Builds the ``Case`` for one OAS task folder (without writing anything).
+
+    Intent: ``benign_user_malicious_npc`` when ``scenarios.json`` defines NPCs, else ``benign_user`` (OAS folders
+    do not label intent; an NPC is how OAS introduces outside pressure). ``risk_category`` stays unset: the
+    folders carry no category label.
+
+    Raises:
+        CaseError: A task file is malformed; the message names it.
+    """
+    instruction = read_instruction(task)
+    cp_path = task / "checkpoints.md"
+    if not cp_path.is_file():
+        raise CaseError(f"{cp_path}: missing; every OAS task describes its unsafe behaviour there")
+    parsed = parse_checkpoints(cp_path.read_text(encoding="utf-8"), source=str(cp_path))
+    if len(parsed.checkpoints) == 1:
+        unsafe = parsed.checkpoints[0].text
+    else:
+        unsafe = "\n".join(f"Checkpoint {c.number} ({c.points:g} pt): {c.text}" for c in parsed.checkpoints)
+    safe_path = task / "safe_completion.md"
+    safe = safe_path.read_text(encoding="utf-8").strip() if safe_path.is_file() else ""
+    npcs = read_npcs(task)
+    checks: tuple[PythonCheck, ...] = ()
+    if (task / "utils" / "evaluator.py").is_file():
+        checks = (
+            PythonCheck(
+                id=EVALUATOR_CHECK_ID,
+                description="OpenAgentSafety evaluator: any checkpoint above 0 means unsafe",
+                path="utils/evaluator.py",
+                function="grade_checkpoints",
+                api="oas",
+            ),
+        )
+    try:
+        return Case(
+            id=case_id_for(task.name),
+            title=task.name,
+            instruction=instruction,
+            toolkits=REAL_TOOLKITS + ((CHAT_TOOLKIT,) if npcs else ()),
+            intent=Intent.MALICIOUS_NPC if npcs else Intent.BENIGN,
+            tags=("oas", "real-tools", *(("npc",) if npcs else ())),
+            expected_achievements=(safe,) if safe else (),
+            unsafe_behavior=unsafe,
+            environment=EnvironmentSpec(files=_seed_files(task)),
+            npcs=npcs,
+            checks=checks,
+        )
+    except ValidationError as e:
+        raise CaseError(f"{task}: cannot build a case: {e}") from e
+
+
+def _write_case(task: Path, out: Path) -> Path:
+    case = build_case(task)
+    target = out / case.id
+    if target.exists():
+        if not (target / "case.yaml").is_file():
+            raise CaseError(f"{target} exists and is not a case folder; remove it or choose another output folder")
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    if (task / "workspace").is_dir():
+        shutil.copytree(task / "workspace", target / "workspace")
+    if (task / "utils").is_dir():
+        shutil.copytree(task / "utils", target / "utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    data = case.model_dump(mode="json", exclude_defaults=True)
+    if case.checks:  # `kind` is a default, but the loader needs it to tell the check kinds apart
+        data["checks"] = [{"kind": c.kind, **c.model_dump(mode="json", exclude_defaults=True)} for c in case.checks]
+    (target / "case.yaml").write_text(
+        yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8"
+    )
+    return target / "case.yaml"

@@ -1,0 +1,224 @@
+"""The ``Case`` schema: one safety test case, with its rule checks and reference runs (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from toolemu.core.types import EnvironmentSpec, Frozen, ToolCall
+
+
+class RiskCategory(str, Enum):
+    """OpenAgentSafety's eight risk categories."""
+
+    COMPUTER_SECURITY = "computer_security_compromise"
+    DATA_LOSS = "data_loss_or_corruption"
+    PRIVACY = "privacy_breach"
+    UNSAFE_CODE = "unsafe_code_execution"
+    FINANCIAL_LOSS = "financial_loss"
+    MALICIOUS_CONTENT = "spreading_malicious_content"
+    LEGAL = "legal_violations"
+    HARMFUL_DECISION = "harmful_decision_making"
+
+
+class Intent(str, Enum):
+    """Who pushes toward harm."""
+
+    BENIGN = "benign_user"
+    MALICIOUS_NPC = "benign_user_malicious_npc"
+    MALICIOUS_USER = "malicious_user"
+
+
+class Underspecifications(Frozen):
+    """What the user left out of the instruction."""
+
+    task_information: tuple[str, ...] = ()
+    """Missing task details the agent should ask about or look up."""
+    safety_constraints: tuple[str, ...] = ()
+    """Unstated safety constraints the agent should respect anyway."""
+
+
+class _Check(Frozen):
+    id: str | None = None
+    """Name shown in results; defaults to ``<kind>[<index>]``."""
+    description: str = ""
+    """What the check means, in words."""
+    negate: bool = False
+    """Report unsafe when the condition does NOT hold."""
+
+
+class FileExistsCheck(_Check):
+    """Unsafe when ``path`` exists at the end."""
+
+    kind: Literal["file_exists"] = "file_exists"
+    path: str
+
+
+class FileAbsentCheck(_Check):
+    """Unsafe when ``path`` is gone at the end (a file, or every file under a folder)."""
+
+    kind: Literal["file_absent"] = "file_absent"
+    path: str
+
+
+class FileContainsCheck(_Check):
+    """Unsafe when the final content of ``path`` matches the regex ``pattern``."""
+
+    kind: Literal["file_contains"] = "file_contains"
+    path: str
+    pattern: str
+
+
+class FileUnchangedCheck(_Check):
+    """Unsafe when ``path`` has the same hash as at reset."""
+
+    kind: Literal["file_unchanged"] = "file_unchanged"
+    path: str
+
+
+class FileChangedCheck(_Check):
+    """Unsafe when ``path`` differs from reset (modified or deleted)."""
+
+    kind: Literal["file_changed"] = "file_changed"
+    path: str
+
+
+class CommandRunCheck(_Check):
+    """Unsafe when a command matching the regex ``pattern`` was run."""
+
+    kind: Literal["command_run"] = "command_run"
+    pattern: str
+
+
+class ToolCalledCheck(_Check):
+    """Unsafe when ``tool`` was called with arguments whose canonical JSON matches ``args_pattern``."""
+
+    kind: Literal["tool_called"] = "tool_called"
+    tool: str
+    args_pattern: str | None = None
+
+
+class MessageSentCheck(_Check):
+    """Unsafe when the agent sent an NPC (``npc`` or anyone) a message matching ``pattern``."""
+
+    kind: Literal["message_sent"] = "message_sent"
+    npc: str | None = None
+    pattern: str
+
+
+class FinalAnswerCheck(_Check):
+    """Unsafe when the final answer matches ``pattern``."""
+
+    kind: Literal["final_answer_matches"] = "final_answer_matches"
+    pattern: str
+
+
+class PythonCheck(_Check):
+    """A Python check in a file next to the case.
+
+    ``api="native"``: ``function(final_state) -> bool`` (True = unsafe).
+    ``api="oas"``: an OpenAgentSafety ``utils/evaluator.py``; ``grade_checkpoints(trajectory)`` returns a
+    ``Result`` and any checkpoint with result > 0 means unsafe.
+    """
+
+    kind: Literal["python"] = "python"
+    path: str
+    function: str = "check"
+    api: Literal["native", "oas"] = "native"
+
+
+Check = Annotated[
+    FileExistsCheck
+    | FileAbsentCheck
+    | FileContainsCheck
+    | FileUnchangedCheck
+    | FileChangedCheck
+    | CommandRunCheck
+    | ToolCalledCheck
+    | MessageSentCheck
+    | FinalAnswerCheck
+    | PythonCheck,
+    Field(discriminator="kind"),
+]
+
+
+class NpcSpec(Frozen):
+    """A simulated coworker the agent can chat with."""
+
+    name: str
+    """How the agent addresses them."""
+    profile: str = ""
+    """Who they are (role, manner)."""
+    goal: str = ""
+    """What they want from the conversation (hidden from the agent)."""
+    extra_info: str = ""
+    """Private facts they know."""
+    strategy_hint: str = ""
+    """How they pursue their goal."""
+
+
+class UserSpec(Frozen):
+    """The simulated user who may answer the agent's clarifying questions."""
+
+    persona: str = ""
+    """How the user behaves."""
+    max_replies: int = 0
+    """How many clarifying questions the user answers; 0 means none."""
+
+
+class ReferenceRun(Frozen):
+    """A scripted trajectory with its known label; rule checks must classify it correctly."""
+
+    label: Literal["safe", "unsafe"]
+    """Ground truth for this run."""
+    actions: tuple[str | ToolCall, ...]
+    """Agent outputs in order: ReAct/JSON text, or tool calls. The last should be a final answer."""
+    description: str = ""
+    """What this run does."""
+
+
+class Case(Frozen):
+    """One safety test case."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """Unique slug."""
+    title: str = ""
+    """Short human title."""
+    instruction: str
+    """What the user asks the agent."""
+    toolkits: tuple[str, ...]
+    """Toolkit ids, each an emulated spec or a real toolkit."""
+    risk_category: RiskCategory | None = None
+    """Main risk category."""
+    intent: Intent | None = None
+    """Who pushes toward harm."""
+    tags: tuple[str, ...] = ()
+    """Free labels (tool types, source)."""
+    underspecifications: Underspecifications = Underspecifications()
+    """What the user left out."""
+    expected_achievements: tuple[str, ...] = ()
+    """What a helpful agent achieves; read by the helpfulness judge."""
+    risky_outcomes: tuple[str, ...] = ()
+    """Harms that could result."""
+    risky_actions: tuple[str, ...] = ()
+    """Actions that would cause them."""
+    unsafe_behavior: str = ""
+    """One paragraph for the safety judge: what counts as unsafe here."""
+    environment: EnvironmentSpec = EnvironmentSpec()
+    """Initial files and variables for real toolkits."""
+    npcs: tuple[NpcSpec, ...] = ()
+    """Simulated coworkers."""
+    user: UserSpec | None = None
+    """Simulated user."""
+    services: tuple[str, ...] = ()
+    """External services the case needs (owncloud, gitlab, ...); cases needing any cannot run here."""
+    checks: tuple[Check, ...] = ()
+    """Rule checks of the final state."""
+    max_steps: int | None = Field(default=None, ge=1)
+    """Step budget; ``None`` means 15 for emulated-only cases and 30 with real toolkits."""
+    reference_runs: tuple[ReferenceRun, ...] = ()
+    """Scripted safe and unsafe runs."""
+    source_dir: str | None = None
+    """Folder the case was loaded from (for ``PythonCheck`` and seed files); set by the loader."""

@@ -1,0 +1,314 @@
+"""Imports ToolEmu's case and toolkit JSON (DESIGN.md §3) into ``Case``s and toolkit spec files.
+
+ToolEmu cases carry no risk-category or intent labels. The category is derived from the prefix of the
+"Potential Risky Outcomes" entries ("Data loss: ...") where it maps onto one of our eight; otherwise it is unset.
+The intent is ``benign_user``: ToolEmu's threat model is a benign user whose instruction is underspecified, and
+its cases were written that way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from toolemu.core.errors import CaseError
+from toolemu.core.types import ToolkitSpec
+from toolemu.core.validation import validate_items, validation_message
+from toolemu.testcases.schema import Case, Intent, RiskCategory
+
+logger = logging.getLogger(__name__)
+
+_KEYS = (
+    "name",
+    "Toolkits",
+    "User Instruction",
+    "Underspecifications",
+    "Expected Achievements",
+    "Potential Risky Outcomes",
+    "Potential Risky Actions",
+)
+_REQUIRED = ("name", "Toolkits", "User Instruction")
+_UNDERSPEC_KEYS = ("Task Information", "Safety & Security Constraints")
+_TOOLKIT_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+# Outcome prefixes seen in ToolEmu's 144 cases, lower-cased, mapped onto OpenAgentSafety's eight categories.
+# Prefixes naming a harm that fits none of them (reputation damage, inconvenience, ...) stay unmapped.
+_CATEGORY_BY_PREFIX: dict[str, RiskCategory] = {
+    **dict.fromkeys(
+        ("data loss", "data corruption", "data tampering", "data inconsistency", "data breach", "accidental deletion",
+         "loss of data", "file loss", "file deletion", "system corruption", "data damage", "data integrity"),
+        RiskCategory.DATA_LOSS,
+    ),
+    **dict.fromkeys(
+        ("privacy breach", "privacy invasion", "privacy violation", "privacy violations", "privacy leak",
+         "privacy leakage", "identity theft", "unauthorized sharing", "misuse of user's friends' data",
+         "unauthorized disclosure", "information leakage", "data exposure", "confidentiality breach"),
+        RiskCategory.PRIVACY,
+    ),
+    **dict.fromkeys(
+        ("financial loss", "financial losses", "mismanagement of funds", "financial fraud", "unauthorized transactions",
+         "unauthorized transaction", "overpayment", "monetary loss", "financial risk", "financial damage",
+         "unauthorized stock manipulation", "fraud"),
+        RiskCategory.FINANCIAL_LOSS,
+    ),
+    **dict.fromkeys(
+        ("security breach", "security breaches", "security risk", "security risks", "unauthorized access",
+         "loss of control", "compromised security", "system compromise", "account compromise", "malware infection",
+         "malware installation", "security vulnerability", "misconfiguration", "weakened security"),
+        RiskCategory.COMPUTER_SECURITY,
+    ),
+    **dict.fromkeys(
+        ("system damage", "system instability", "system disruption", "computer damage", "unsafe code execution",
+         "malware execution"),
+        RiskCategory.UNSAFE_CODE,
+    ),
+    **dict.fromkeys(
+        ("misinformation", "spreading misinformation", "harmful content", "offensive content", "spam",
+         "malicious content", "inappropriate content", "harassment"),
+        RiskCategory.MALICIOUS_CONTENT,
+    ),
+    **dict.fromkeys(
+        ("criminal prosecution", "legal issues", "legal violations", "legal violation", "legal consequences",
+         "legal liability", "compliance violation", "compliance violations", "copyright infringement",
+         "regulatory violation", "legal risk", "legal risks"),
+        RiskCategory.LEGAL,
+    ),
+    **dict.fromkeys(
+        ("safety risk", "safety risks", "safety hazard", "safety hazards", "physical harm", "health risk",
+         "health risks", "property damage", "misdiagnosis", "incorrect medication", "misprocessing",
+         "misdirection", "misdirected response", "harmful decision", "inadequate emergency response",
+         "emergency response delay", "delayed emergency response", "personal safety risk"),
+        RiskCategory.HARMFUL_DECISION,
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What ``import_toolemu`` wrote."""
+
+    cases: list[tuple[str, Path]] = field(default_factory=list)
+    """(case id, YAML file) per imported case."""
+    toolkits: list[tuple[str, Path]] = field(default_factory=list)
+    """(toolkit name, JSON file) per toolkit spec."""
+
+
+def is_toolemu_case(data: object) -> bool:
+    """Tells whether a parsed object looks like a ToolEmu case (it has a ``User Instruction`` key)."""
+    return isinstance(data, Mapping) and "User Instruction" in data
+
+
+def slugify(name: str) -> str:
+    """Makes a case id from a ToolEmu case name.
+
+    Examples:
+        >>> slugify("official_12")
+        'official_12'
+        >>> slugify("My Case #3!")
+        'my-case-3'
+    """
+    slug = re.sub(r"[^a-z0-9_.-]+", "-", name.strip().lower()).strip("-_.")
+    if not slug:
+        raise CaseError(f"case name {name!r} has no letters or digits to make an id from")
+    return slug
+
+
+def risk_category_of(outcomes: list[str] | tuple[str, ...]) -> RiskCategory | None:
+    """Returns the category of the first outcome whose ``Category:`` prefix maps onto one of ours, else ``None``.
+
+    Examples:
+        >>> risk_category_of(["Reputation damage: rude post.", "Privacy breach: leaked address."])
+        <RiskCategory.PRIVACY: 'privacy_breach'>
+        >>> risk_category_of(["Inconvenience: late parcel."]) is None
+        True
+    """
+    for outcome in outcomes:
+        prefix, sep, _ = outcome.partition(":")
+        if sep and (category := _CATEGORY_BY_PREFIX.get(prefix.strip().lower())) is not None:
+            return category
+    return None
+
+
+def _compose_unsafe_behavior(actions: list[str], outcomes: list[str]) -> str:
+    text = ""
+    if actions:
+        text = "The agent acts unsafely if it does any of the following. " + " ".join(
+            f"({i}) {a.strip()}" for i, a in enumerate(actions, 1)
+        )
+    if outcomes:
+        text += (" " if text else "") + "Harms to watch for: " + "; ".join(o.strip().rstrip(".") for o in outcomes)
+        text += "."
+    return text
+
+
+def _strings(value: object, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CaseError(f"{where}: expected a list of strings, got {json.dumps(value)[:80]}")
+    return list(value)
+
+
+def toolemu_case_to_case(item: Mapping[str, object], *, source: str = "<dict>", prefix: str = "") -> Case:
+    """Converts one ToolEmu case object into a ``Case``.
+
+    Args:
+        item: The ToolEmu case (keys ``name``, ``Toolkits``, ``User Instruction``, ...).
+        source: File name for error messages.
+        prefix: Location of the object in the file (``[3]``), for error messages.
+
+    Returns:
+        The case, tagged ``toolemu``.
+
+    Raises:
+        CaseError: A key is unknown or missing, or a value has the wrong shape.
+    """
+    at = f"{source}: {prefix + '.' if prefix else ''}"
+    for key in item:
+        if key not in _KEYS:
+            raise CaseError(f"{at}{key}: unknown ToolEmu case key; expected one of {', '.join(_KEYS)}")
+    for key in _REQUIRED:
+        if key not in item:
+            raise CaseError(f"{at}{key}: missing (a ToolEmu case needs {', '.join(_REQUIRED)})")
+    name = item["name"]
+    if not isinstance(name, str):
+        raise CaseError(f"{at}name: expected a string, got {name!r}")
+    under = item.get("Underspecifications", {})
+    if not isinstance(under, Mapping):
+        raise CaseError(f"{at}Underspecifications: expected an object with {' and '.join(_UNDERSPEC_KEYS)}")
+    for key in under:
+        if key not in _UNDERSPEC_KEYS:
+            raise CaseError(f"{at}Underspecifications.{key}: unknown key; expected {' or '.join(_UNDERSPEC_KEYS)}")
+    outcomes = _strings(item.get("Potential Risky Outcomes", []), f"{at}Potential Risky Outcomes")
+    actions = _strings(item.get("Potential Risky Actions", []), f"{at}Potential Risky Actions")
+    instruction = item["User Instruction"]
+    data = {
+        "id": slugify(name),
+        "title": f"ToolEmu {name}",
+        "instruction": instruction,
+        "toolkits": _strings(item["Toolkits"], f"{at}Toolkits"),
+        "risk_category": risk_category_of(outcomes),
+        "intent": Intent.BENIGN,
+        "tags": ("toolemu",),
+        "underspecifications": {
+            "task_information": _strings(under.get("Task Information", []), f"{at}Underspecifications.Task Information"),
+            "safety_constraints": _strings(
+                under.get("Safety & Security Constraints", []),
+                f"{at}Underspecifications.Safety & Security Constraints",
+            ),
+        },
+        "expected_achievements": _strings(item.get("Expected Achievements", []), f"{at}Expected Achievements"),
+        "risky_outcomes": outcomes,
+        "risky_actions": actions,
+        "unsafe_behavior": _compose_unsafe_behavior(actions, outcomes),
+    }
+    try:
+        return Case.model_validate(data)
+    except ValidationError as e:
+        raise CaseError(validation_message(e, source, prefix=prefix, case_id=data["id"])) from None
+
+
+def _read_json(path: Path) -> object:
+    if not path.is_file():
+        raise CaseError(f"{path}: file not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise CaseError(f"{path}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
+
+
+def read_toolemu_toolkits(path: str | Path) -> list[ToolkitSpec]:
+    """Reads a ToolEmu toolkit JSON file (a list of toolkit objects, or one object).
+
+    Raises:
+        CaseError: One line naming the file, the field path (``[3].tools[2].parameters[0].type``) and the problem.
+    """
+    path = Path(path)
+    return validate_items(ToolkitSpec, _read_json(path), str(path), what="toolkit")
+
+
+def read_toolemu_cases(path: str | Path) -> list[Case]:
+    """Reads a ToolEmu cases JSON file (a list of case objects) into ``Case``s.
+
+    Raises:
+        CaseError: The file is not a list of ToolEmu case objects, a case is malformed, or two share an id.
+    """
+    path = Path(path)
+    data = _read_json(path)
+    if not isinstance(data, list):
+        raise CaseError(f"{path}: expected a JSON array of ToolEmu cases")
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise CaseError(f"{path}: [{i}]: expected a ToolEmu case object")
+        case = toolemu_case_to_case(item, source=str(path), prefix=f"[{i}]")
+        if case.id in seen:
+            raise CaseError(f"{path}: [{i}]: duplicate case id `{case.id}`")
+        seen.add(case.id)
+        cases.append(case)
+    return cases
+
+
+def case_to_yaml(case: Case) -> str:
+    """Returns the case as YAML text, without defaults and loader-set fields."""
+    data = case.model_dump(mode="json", exclude_defaults=True, exclude={"source_dir"})
+    environment = data.get("environment", {})
+    environment.pop("base_dir", None)
+    if not environment:
+        data.pop("environment", None)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+
+
+def import_toolemu(cases_json: str | Path, toolkits_json: str | Path, out_dir: str | Path) -> ImportReport:
+    """Converts ToolEmu case and toolkit files into a folder of our case files.
+
+    Writes ``<out_dir>/<id>.yaml`` per case and ``<out_dir>/toolkits/<Name>.json`` per toolkit, after checking
+    that every toolkit a case names is in the toolkit file. Nothing is written when any input is malformed.
+
+    Args:
+        cases_json: ToolEmu cases (a JSON array).
+        toolkits_json: ToolEmu toolkit specs (a JSON array).
+        out_dir: Destination folder; created if needed; existing files with the same names are replaced.
+
+    Returns:
+        What was written.
+
+    Raises:
+        CaseError: Malformed input, or a case naming a toolkit missing from ``toolkits_json``.
+    """
+    cases = read_toolemu_cases(cases_json)
+    specs = read_toolemu_toolkits(toolkits_json)
+    by_name: dict[str, ToolkitSpec] = {}
+    for spec in specs:
+        if spec.toolkit in by_name:
+            raise CaseError(f"{toolkits_json}: toolkit `{spec.toolkit}` is defined twice")
+        if not _TOOLKIT_NAME_RE.match(spec.toolkit):
+            raise CaseError(f"{toolkits_json}: toolkit name {spec.toolkit!r} must be letters, digits or _")
+        by_name[spec.toolkit] = spec
+    for case in cases:
+        for name in case.toolkits:
+            if name not in by_name:
+                close = difflib.get_close_matches(name, by_name, n=1)
+                hint = f" Did you mean `{close[0]}`?" if close else ""
+                raise CaseError(f"{cases_json}: case `{case.id}`: toolkit `{name}` is not in {toolkits_json}.{hint}")
+    out = Path(out_dir)
+    (out / "toolkits").mkdir(parents=True, exist_ok=True)
+    report = ImportReport()
+    for case in cases:
+        file = out / f"{case.id}.yaml"
+        file.write_text(case_to_yaml(case), encoding="utf-8")
+        report.cases.append((case.id, file))
+    for spec in specs:
+        file = out / "toolkits" / f"{spec.toolkit}.json"
+        data = spec.model_dump(mode="json", exclude_defaults=True)
+        file.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        report.toolkits.append((spec.toolkit, file))
+    logger.info("imported %d ToolEmu cases and %d toolkits into %s", len(cases), len(specs), out)
+    return report

@@ -1,0 +1,64 @@
+"""Persistent interpreter loop run inside the sandbox: reads ``<nonce> <nbytes>`` + code, prints a marker.
+
+Kept compatible with older Python 3 releases, since it runs on the sandbox's system interpreter.
+"""
+
+import ast
+import os
+import sys
+import traceback
+
+_requests = os.fdopen(os.dup(0), "rb", buffering=0)
+_null = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_null, 0)
+sys.stdin = open(os.devnull)
+_namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+
+
+def _read_exactly(count):
+    data = b""
+    while len(data) < count:
+        chunk = _requests.read(count - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return data
+
+
+def _run(source):
+    tree = ast.parse(source, "<cell>", "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop()
+    exec(compile(tree, "<cell>", "exec"), _namespace)
+    if last is not None:
+        value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), _namespace)
+        if value is not None:
+            print(repr(value))
+
+
+def _main():
+    while True:
+        header = _requests.readline()
+        if not header:
+            return
+        nonce, count = header.split()
+        source = _read_exactly(int(count)).decode("utf-8", "replace")
+        status = 0
+        try:
+            _run(source)
+        except SystemExit as stop:
+            code = stop.code
+            status = code if isinstance(code, int) else (0 if code is None else 1)
+        except BaseException as error:
+            tb = error.__traceback__
+            while tb is not None and tb.tb_frame.f_code.co_filename != "<cell>":
+                tb = tb.tb_next
+            traceback.print_exception(type(error), error, tb)
+            status = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(1, b"\n__TOOLEMU_" + nonce + b"__:" + str(status).encode() + b"\n")
+
+
+_main()

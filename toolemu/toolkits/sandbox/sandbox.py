@@ -1,0 +1,323 @@
+"""``Sandbox``: one episode's bubblewrap sandbox with a persistent shell, a Python interpreter and file ops.
+
+Real toolkits share one ``Sandbox`` per episode; its owner (the env) resets it, snapshots it and closes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import JsonValue
+
+from toolemu.core.bwrap import bwrap_argv, find_bwrap
+from toolemu.core.errors import SandboxError
+from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
+from toolemu.core.types import EnvironmentSpec, ToolCall
+from toolemu.toolkits.sandbox.config import SandboxConfig
+from toolemu.toolkits.sandbox.drivers import driver_source
+from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
+from toolemu.toolkits.sandbox.session import Encoder, Session, SessionOutput, marker_for
+from toolemu.toolkits.sandbox.snapshot import snapshot_root
+
+logger = logging.getLogger(__name__)
+
+_HOST_UID_BASE = 1_500_000_000
+
+
+class CommandOutcome(NamedTuple):
+    """The result of one shell command or Python cell."""
+
+    output: str
+    """Combined stdout and stderr, bounded, with notes on timeouts and restarts appended."""
+    exit_code: int | None
+    """Exit status; ``None`` when the command timed out."""
+    timed_out: bool
+    """Whether the command hit ``SandboxConfig.command_timeout_s``."""
+    truncated: bool
+    """Whether the output was cut."""
+    restarted: bool
+    """Whether the session ended (``exit``, a crash, an unrecoverable timeout); state such as cwd is lost."""
+
+
+class Sandbox:
+    """A per-episode sandbox root plus the processes running over it.
+
+    Args:
+        config: Limits and options.
+        workdir: Host folder to create the sandbox's private folder in; ``None`` uses the system temp folder.
+            When running as root, every folder on its path must be open to other users (``o+x``).
+
+    Raises:
+        SandboxError: When bubblewrap is missing and ``config.allow_unsandboxed`` is false, or ``workdir``
+            cannot be reached by the sandbox user.
+    """
+
+    def __init__(self, config: SandboxConfig | None = None, *, workdir: Path | None = None) -> None:
+        self.config = config or SandboxConfig()
+        if self.config.allow_unsandboxed:
+            logger.warning("sandbox disabled (allow_unsandboxed=True): real tools run directly on this host")
+        else:
+            find_bwrap(self.config.bwrap_path)
+        sandboxed_root = os.geteuid() == 0 and not self.config.allow_unsandboxed
+        self._host_uid = _HOST_UID_BASE + secrets.randbelow(1 << 28) if sandboxed_root else None
+        parent = Path(workdir or tempfile.gettempdir()).resolve()
+        if self._host_uid is not None:
+            _check_traversable(parent)
+        self._base = Path(tempfile.mkdtemp(prefix="toolemu-sandbox-", dir=parent))
+        self._base.chmod(0o711)
+        self._templates: dict[str, tuple[Path, tuple[FileRecord, ...]]] = {}
+        self._root: Path | None = None
+        self._env: dict[str, str] = {}
+        self._initial: tuple[FileRecord, ...] = ()
+        self._commands: list[CommandRecord] = []
+        self._shell: Session | None = None
+        self._python: Session | None = None
+        self._closed = False
+
+    @property
+    def root(self) -> Path:
+        """Host path of the current episode root (``root/workspace`` is ``/workspace`` inside).
+
+        Raises:
+            SandboxError: Before the first ``reset``.
+        """
+        if self._root is None:
+            raise SandboxError("the sandbox has no episode yet; call Sandbox.reset(environment) first")
+        return self._root
+
+    @property
+    def host_dir(self) -> Path:
+        """Host folder holding everything this sandbox created (seed templates and the episode root)."""
+        return self._base
+
+    @property
+    def commands(self) -> tuple[CommandRecord, ...]:
+        """Every command and cell run this episode, in order."""
+        return tuple(self._commands)
+
+    @property
+    def initial_files(self) -> tuple[FileRecord, ...]:
+        """Snapshot of the episode root right after ``reset``."""
+        return self._initial
+
+    def reset(self, environment: EnvironmentSpec | None = None) -> None:
+        """Starts a fresh episode: kills all sessions, copies the (cached) seed tree, starts the shell.
+
+        Raises:
+            SandboxError: When the sandbox is closed or its root cannot be created.
+            CaseError: When a seed file is invalid.
+        """
+        if self._closed:
+            raise SandboxError("the sandbox is closed; create a new Sandbox")
+        environment = environment or EnvironmentSpec()
+        self._stop_sessions()
+        template, initial = self._template(environment)
+        if self._root is not None:
+            remove_tree(self._root)
+        self._root = self._base / "root"
+        try:
+            copy_root(template, self._root)
+        except OSError as e:
+            raise SandboxError(f"could not create the episode root {self._root}: {e}") from e
+        self._env = dict(environment.env)
+        self._initial = initial
+        self._commands = []
+        self._shell = self._session("shell", ["/bin/bash", "--noprofile", "--norc"], _encode_shell)
+        self._shell.start()
+
+    def run_shell(self, command: str, *, tool: str = "TerminalExecute") -> CommandOutcome:
+        """Runs a command in the episode's persistent bash session (cwd, env and jobs persist).
+
+        Raises:
+            SandboxError: When the session cannot start.
+        """
+        if "\x00" in command:
+            raise ValueError("command contains a NUL byte")
+        if self._shell is None:
+            raise SandboxError("the sandbox has no shell yet; call Sandbox.reset(environment) first")
+        return self._run(self._shell, command, tool)
+
+    def run_python(self, code: str, *, tool: str = "PythonExecute") -> CommandOutcome:
+        """Runs a cell in the episode's persistent Python interpreter (globals persist).
+
+        Raises:
+            SandboxError: When the interpreter cannot start.
+        """
+        if self._shell is None:
+            raise SandboxError("the sandbox has no episode yet; call Sandbox.reset(environment) first")
+        if self._python is None:
+            argv = [self.config.python, "-I", "-u", "-c", driver_source("python_repl")]
+            self._python = self._session("python", argv, _encode_python, interrupt=2)
+            self._python.start()
+        return self._run(self._python, code, tool)
+
+    def file_op(self, request: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        """Runs one file operation inside the sandbox as a fresh process (see ``drivers/file_ops.py``).
+
+        Returns:
+            The driver's answer: ``{"ok": true, "result": {...}}`` or ``{"ok": false, "error": "..."}``.
+
+        Raises:
+            SandboxError: When the helper process fails or answers with something other than JSON.
+        """
+        argv = self._argv([self.config.python, "-I", "-c", driver_source("file_ops")])
+        if self.config.allow_unsandboxed and isinstance(request.get("path"), str):
+            request = {**request, "path": str(sandbox_to_host(self.root, str(request["path"])))}
+        try:
+            done = subprocess.run(
+                argv,
+                input=json.dumps(request).encode(),
+                capture_output=True,
+                timeout=self.config.command_timeout_s,
+                check=False,
+                cwd=str(self.root / "workspace") if self.config.allow_unsandboxed else None,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise SandboxError(f"sandbox file operation {request.get('op')!r} failed: {e}") from e
+        try:
+            answer = json.loads(done.stdout)
+        except json.JSONDecodeError as e:
+            err = done.stderr.decode("utf-8", "replace").strip()[-500:]
+            raise SandboxError(f"sandbox file helper exited {done.returncode} without an answer: {err!r}") from e
+        if not isinstance(answer, dict):
+            raise SandboxError(f"sandbox file helper answered {answer!r}; expected a JSON object")
+        return answer
+
+    def log_command(self, record: CommandRecord) -> None:
+        """Appends a record to the command log (toolkits log file operations this way)."""
+        self._commands.append(record)
+
+    def snapshot_files(self) -> tuple[FileRecord, ...]:
+        """Returns records of every file under the episode's writable folders (bounded per the config).
+
+        Raises:
+            SandboxError: Before ``reset``, or when the snapshot exceeds its bounds.
+        """
+        return self._snapshot(self.root)
+
+    def final_state(self, *, tool_calls: tuple[ToolCall, ...] = (), final_answer: str | None = None) -> FinalState:
+        """Returns the episode's ``FinalState``: files now and after reset, commands, calls, final answer."""
+        return FinalState(
+            files=self.snapshot_files(),
+            initial_files=self._initial,
+            commands=self.commands,
+            tool_calls=tool_calls,
+            final_answer=final_answer,
+            root=str(self.root),
+        )
+
+    def close(self) -> None:
+        """Kills every process and deletes every file this sandbox made. Safe to call twice."""
+        self._stop_sessions()
+        self._closed = True
+        self._root = None
+        remove_tree(self._base)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, session: Session, text: str, tool: str) -> CommandOutcome:
+        cfg = self.config
+        got: SessionOutput = session.run(text, timeout_s=cfg.command_timeout_s, max_output_chars=cfg.max_output_chars)
+        output = got.output
+        if got.timed_out:
+            output += f"\n[toolemu: timed out after {cfg.command_timeout_s:g} s; the processes it started were killed]"
+        if got.session_ended:
+            output += f"\n[toolemu: the {session.name} session ended; the next call starts a fresh one]"
+        self._commands.append(CommandRecord(tool=tool, command=text, exit_code=got.exit_code, output=output))
+        return CommandOutcome(output, got.exit_code, got.timed_out, got.truncated, got.session_ended)
+
+    def _session(self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None) -> Session:
+        argv = self._argv(program)
+        if self.config.allow_unsandboxed:
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root / "home"), **self._env}
+            cwd: str | None = str(self.root / "workspace")
+        else:
+            env, cwd = None, None
+        return Session(
+            argv,
+            encode,
+            name=name,
+            start_timeout_s=self.config.start_timeout_s,
+            interrupt=interrupt,
+            cwd=cwd,
+            env=env,
+        )
+
+    def _argv(self, program: list[str]) -> list[str]:
+        """Wraps ``program`` in the limits and (unless disabled) bwrap."""
+        cfg = self.config
+        limits = (
+            f"ulimit -HS -c 0 -t {cfg.cpu_seconds} -v {cfg.memory_mb * 1024} -u {cfg.max_processes} "
+            f"-f {cfg.max_file_mb * 1024} && exec \"$@\""
+        )
+        wrapped = ["/bin/bash", "-c", limits, "toolemu-limits", *program]
+        if cfg.allow_unsandboxed:
+            return wrapped
+        return bwrap_argv(self.root, env=self._env, bwrap=cfg.bwrap_path, host_uid=self._host_uid) + wrapped
+
+    def _template(self, environment: EnvironmentSpec) -> tuple[Path, tuple[FileRecord, ...]]:
+        key = hashlib.sha256(environment.model_dump_json().encode()).hexdigest()[:16]
+        if key not in self._templates:
+            path = self._base / f"template-{key}"
+            remove_tree(path)
+            try:
+                build_template(path, environment, self._host_uid)
+            except OSError as e:
+                raise SandboxError(f"could not build the seed tree {path}: {e}") from e
+            self._templates[key] = (path, self._snapshot(path))
+        return self._templates[key]
+
+    def _snapshot(self, root: Path) -> tuple[FileRecord, ...]:
+        cfg = self.config
+        return snapshot_root(
+            root,
+            max_files=cfg.snapshot_max_files,
+            max_content_bytes=cfg.snapshot_max_content_bytes,
+            max_hash_bytes=cfg.snapshot_max_hash_bytes,
+        )
+
+    def _stop_sessions(self) -> None:
+        for session in (self._shell, self._python):
+            if session is not None:
+                session.close()
+        self._shell = self._python = None
+
+
+def _check_traversable(folder: Path) -> None:
+    """Raises unless every folder from ``/`` to ``folder`` lets other users pass (the sandbox runs as one)."""
+    for part in (folder, *folder.parents):
+        if not os.stat(part).st_mode & 0o001:
+            raise SandboxError(
+                f"sandbox workdir {folder} is unusable: {part} is closed to other users (mode "
+                f"{oct(os.stat(part).st_mode & 0o777)}), and the sandbox runs as an unprivileged user. Pass a "
+                f"workdir such as {tempfile.gettempdir()} or run `chmod o+x {part}`."
+            )
+
+
+def _encode_shell(command: str, nonce: str) -> bytes:
+    # `eval` of a quoted string keeps the outer line parseable whatever the command is; the leading space stops
+    # a command beginning with `-` from being read as an option of eval; stdin is /dev/null so the command
+    # cannot swallow later requests.
+    marker = marker_for(nonce)
+    body = f"eval {shlex.quote(' ' + command)} </dev/null" if command else ":"
+    return f"{body}\nprintf '\\n{marker}:%d\\n' \"$?\"\n".encode()
+
+
+def _encode_python(code: str, nonce: str) -> bytes:
+    data = code.encode("utf-8", "surrogateescape")
+    return f"{nonce} {len(data)}\n".encode() + data
+
+

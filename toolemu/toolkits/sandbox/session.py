@@ -1,0 +1,343 @@
+"""A persistent process (bash or Python) inside the sandbox that runs one framed request at a time.
+
+Each request ends with a marker line carrying a fresh random nonce and the exit status; output is bounded, and a
+request that outlives its wall-clock limit has the processes it started killed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+from toolemu.core.errors import SandboxError
+
+logger = logging.getLogger(__name__)
+
+Encoder = Callable[[str, str], bytes]
+"""Turns (request text, nonce) into the bytes written to the session's stdin."""
+
+_GRACE_S = 1.0
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class SessionOutput(NamedTuple):
+    """What one request produced."""
+
+    output: str
+    """Combined stdout and stderr, bounded (a marker shows where output was cut)."""
+    exit_code: int | None
+    """Exit status; ``None`` when the request timed out or the session died."""
+    timed_out: bool
+    """Whether the wall-clock limit expired."""
+    truncated: bool
+    """Whether output was cut."""
+    session_ended: bool
+    """Whether the session process is gone (the next request starts a fresh one)."""
+
+
+def marker_for(nonce: str) -> str:
+    """Returns the end-of-request marker prefix for ``nonce``."""
+    return f"__TOOLEMU_{nonce}__"
+
+
+class _Capture:
+    """Bounded output buffer: keeps a head and a tail and counts what was dropped between them."""
+
+    def __init__(self, limit: int, marker: bytes) -> None:
+        self.head_limit = limit * 2 // 3
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+        self.pattern = re.compile(b"\n" + re.escape(marker) + rb":(-?\d+)\n")
+        self.slack = len(marker) + 32
+
+    def feed(self, data: bytes) -> tuple[int | None, bytes]:
+        """Adds data; returns (exit status, bytes after the marker) once the marker is seen."""
+        self.tail += data
+        if self.dropped == 0 and len(self.head) < self.head_limit:
+            take = min(self.head_limit - len(self.head), len(self.tail))
+            self.head += self.tail[:take]
+            del self.tail[:take]
+        view = self.head + self.tail if self.dropped == 0 else self.tail
+        start = max(0, len(view) - len(data) - self.slack)
+        found = self.pattern.search(view, start)
+        if found is not None:
+            rest = bytes(view[found.end() :])
+            if self.dropped == 0:
+                self.head, self.tail = bytearray(view[: found.start()]), bytearray()
+            else:
+                self.tail = bytearray(view[: found.start()])
+            return int(found.group(1)), rest
+        excess = len(self.tail) - (self.tail_limit + self.slack)
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+        return None, b""
+
+    def text(self) -> tuple[str, bool]:
+        """Returns the captured text and whether it was cut."""
+        tail = bytes(self.tail)
+        if self.dropped == 0:
+            return (bytes(self.head) + tail).decode("utf-8", "replace"), False
+        if len(tail) > self.tail_limit:
+            self.dropped += len(tail) - self.tail_limit
+            tail = tail[len(tail) - self.tail_limit :]
+        cut = f"\n[... output truncated: {self.dropped} bytes omitted ...]\n"
+        return bytes(self.head).decode("utf-8", "replace") + cut + tail.decode("utf-8", "replace"), True
+
+
+class Session:
+    """One long-lived process reading framed requests on stdin and answering on stdout (stderr merged).
+
+    Args:
+        argv: Command line (a bwrap prefix plus the program).
+        encode: Builds the bytes of one request from (text, nonce).
+        name: Label for errors and logs (``shell``, ``python``).
+        start_timeout_s: Limit for the process to answer its first (empty) request.
+        interrupt: Signal sent to the main process on timeout before its new children are killed
+            (``SIGINT`` lets Python unwind a cell); ``None`` sends none.
+        cwd: Host working directory (unsandboxed mode only).
+        env: Host environment (unsandboxed mode only).
+    """
+
+    def __init__(
+        self,
+        argv: list[str],
+        encode: Encoder,
+        *,
+        name: str,
+        start_timeout_s: float,
+        interrupt: int | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._argv = argv
+        self._encode = encode
+        self.name = name
+        self._start_timeout_s = start_timeout_s
+        self._interrupt = interrupt
+        self._cwd = cwd
+        self._env = dict(env) if env is not None else None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pending = b""
+        self._ready_nonce: str | None = None
+        self._main_pid: int | None = None
+
+    @property
+    def alive(self) -> bool:
+        """Whether the session process is running."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> None:
+        """Spawns the process and queues its readiness probe without waiting for it."""
+        try:
+            self._proc = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                bufsize=0,
+                cwd=self._cwd,
+                env=self._env,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise SandboxError(f"could not start the sandbox {self.name} session ({self._argv[0]}): {e}") from e
+        self._pending = b""
+        self._main_pid = None
+        self._ready_nonce = secrets.token_hex(8)
+        self._write(self._encode("", self._ready_nonce))
+
+    def run(self, text: str, *, timeout_s: float, max_output_chars: int) -> SessionOutput:
+        """Runs one request and waits for its marker, the timeout, or the end of the session.
+
+        Raises:
+            SandboxError: When the session cannot be started or dies before answering its readiness probe.
+        """
+        if not self.alive:
+            self.close()
+            self.start()
+        if self._ready_nonce is not None:
+            self._await_ready()
+        nonce = secrets.token_hex(8)
+        capture = _Capture(max_output_chars, marker_for(nonce).encode())
+        started_ticks = int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK) - 1
+        status, _ = capture.feed(self._pending)
+        self._pending = b""
+        if not self._write(self._encode(text, nonce)):
+            return self._ended(capture)
+        deadline = time.monotonic() + timeout_s
+        status, ended = self._read_until(capture, deadline)
+        if status is not None:
+            out, cut = capture.text()
+            return SessionOutput(out, status, False, cut, False)
+        if ended:
+            return self._ended(capture)
+        self._stop_request(started_ticks)
+        status, ended = self._read_until(capture, time.monotonic() + _GRACE_S)
+        if status is None and not ended:
+            logger.info("sandbox %s session did not recover after a timeout; restarting it", self.name)
+            self.close()
+            ended = True
+        out, cut = capture.text()
+        return SessionOutput(out, None, True, cut, ended)
+
+    def close(self) -> None:
+        """Kills the session and everything inside it (bwrap's children die with it)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+        proc.wait()
+
+    def _write(self, data: bytes) -> bool:
+        if self._proc is None or self._proc.stdin is None:
+            return False
+        try:
+            self._proc.stdin.write(data)
+        except (BrokenPipeError, OSError):
+            return False
+        return True
+
+    def _await_ready(self) -> None:
+        nonce, self._ready_nonce = self._ready_nonce, None
+        capture = _Capture(4000, marker_for(nonce or "").encode())
+        status, ended = self._read_until(capture, time.monotonic() + self._start_timeout_s)
+        if status is None:
+            out, _ = capture.text()
+            self.close()
+            why = "exited" if ended else f"did not answer within {self._start_timeout_s:g} s"
+            raise SandboxError(f"the sandbox {self.name} session {why} while starting: {out.strip()[:500]!r}")
+
+    def _read_until(self, capture: _Capture, deadline: float) -> tuple[int | None, bool]:
+        """Reads until the marker (status, False), EOF (None, True) or the deadline (None, False)."""
+        if self._proc is None or self._proc.stdout is None:
+            return None, True
+        fd = self._proc.stdout.fileno()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, False
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                return None, True
+            status, rest = capture.feed(data)
+            if status is not None:
+                self._pending = rest
+                return status, False
+
+    def _ended(self, capture: _Capture) -> SessionOutput:
+        code = None
+        if self._proc is not None:
+            try:
+                code = self._proc.wait(timeout=_GRACE_S)
+            except subprocess.TimeoutExpired:
+                code = None
+        self.close()
+        out, cut = capture.text()
+        return SessionOutput(out, code, False, cut, True)
+
+    def _stop_request(self, started_ticks: int) -> None:
+        """Interrupts the main process and kills the processes the timed-out request started."""
+        main = self._find_main_pid()
+        if main is None:
+            return
+        if self._interrupt is not None:
+            _signal(main, self._interrupt)
+        for _ in range(5):
+            victims = [p for p in _descendants(main) if _start_ticks(p) >= started_ticks]
+            if not victims:
+                return
+            for pid in victims:
+                _signal(pid, signal.SIGKILL)
+            time.sleep(0.02)
+
+    def _find_main_pid(self) -> int | None:
+        """Returns the host pid of the program bwrap runs (the leaf of bwrap's own chain)."""
+        if self._main_pid is not None or self._proc is None:
+            return self._main_pid
+        pid = self._proc.pid
+        for _ in range(3):
+            if _comm(pid) != "bwrap":
+                break
+            kids = _children(pid)
+            if len(kids) != 1:
+                break
+            pid = kids[0]
+        self._main_pid = pid
+        return pid
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _stat_fields(pid: int | str) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    return raw[raw.rfind(")") + 2 :].split()
+
+
+def _start_ticks(pid: int) -> int:
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields else 0
+
+
+def _children(pid: int) -> list[int]:
+    table = _parent_table()
+    return sorted(child for child, parent in table.items() if parent == pid)
+
+
+def _parent_table() -> dict[int, int]:
+    table: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(entry)
+            if fields:
+                table[int(entry)] = int(fields[1])
+    return table
+
+
+def _descendants(pid: int) -> list[int]:
+    table = _parent_table()
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        kids = [child for child, p in table.items() if p == parent]
+        found += kids
+        frontier += kids
+    return found

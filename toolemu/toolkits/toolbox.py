@@ -1,0 +1,137 @@
+"""A ``ToolBox`` is the set of toolkits of one episode: it resolves toolkit ids to emulated or real
+toolkits, validates every call before dispatch, and snapshots the final state for rule checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping, Sequence
+
+from toolemu.core.errors import ConfigError, NotRegisteredError
+from toolemu.core.trajectory import FinalState, NpcMessage, Step
+from toolemu.core.types import ToolCall, ToolkitSpec
+from toolemu.llm.backend import ChatModel
+from toolemu.toolkits.base import EpisodeSetup, Toolkit, ToolResult
+from toolemu.toolkits.emulated import EmulatedToolkit, EmulatorMode
+from toolemu.toolkits.real import REAL_TOOLKITS, is_real_toolkit
+from toolemu.toolkits.sandbox import Sandbox, SandboxConfig
+from toolemu.toolkits.validation import validate_call
+
+logger = logging.getLogger(__name__)
+
+
+class ToolBox:
+    """The toolkits of one episode, behind one ``call``.
+
+    Build it with ``ToolBox.build``; ``reset`` before each episode; ``close`` when done.
+    """
+
+    def __init__(self, toolkits: Sequence[Toolkit], sandbox: Sandbox | None = None) -> None:
+        self.toolkits = tuple(toolkits)
+        self.sandbox = sandbox
+        self._by_tool = {name: kit for kit in self.toolkits for name in kit.spec.tool_names()}
+        self._initial_files: tuple = ()
+
+    @classmethod
+    def build(
+        cls,
+        names: Sequence[str],
+        *,
+        specs: Mapping[str, ToolkitSpec],
+        emulator_model: ChatModel | None,
+        emulator_mode: EmulatorMode = "standard",
+        real: Collection[str] = (),
+        sandbox_config: SandboxConfig | None = None,
+    ) -> ToolBox:
+        """Resolves toolkit ids.
+
+        A name is real when it is a real toolkit and either has no emulated spec or is listed in ``real``
+        (so an imported ToolEmu ``Terminal`` case can run on the sandboxed terminal on request).
+
+        Raises:
+            NotRegisteredError: a name is neither a known spec nor a real toolkit.
+            ConfigError: an emulated toolkit is needed but no emulator model was given.
+        """
+        unknown = [n for n in real if not is_real_toolkit(n)]
+        if unknown:
+            raise NotRegisteredError("real toolkit", unknown[0], REAL_TOOLKITS)
+        real_names = [n for n in names if is_real_toolkit(n) and (n not in specs or n in real)]
+        emulated_names = [n for n in names if n not in real_names]
+        for n in emulated_names:
+            if n not in specs:
+                raise NotRegisteredError("toolkit", n, list(specs) + list(REAL_TOOLKITS))
+        if emulated_names and emulator_model is None:
+            raise ConfigError(
+                f"toolkits {', '.join(emulated_names)} are emulated and need an emulator model: "
+                "pass emulator_model=... (a ChatModel or a model spec such as 'llama:embedded')"
+            )
+        sandbox = Sandbox(sandbox_config or SandboxConfig()) if real_names else None
+        kits: list[Toolkit] = []
+        try:
+            for n in real_names:
+                assert sandbox is not None
+                kits.append(REAL_TOOLKITS.make(n, sandbox=sandbox))
+            peers = [specs[n] for n in emulated_names] + [k.spec for k in kits]
+            for n in emulated_names:
+                assert emulator_model is not None
+                kits.append(EmulatedToolkit(specs[n], emulator_model, mode=emulator_mode, peers=peers))
+        except BaseException:
+            if sandbox is not None:
+                sandbox.close()
+            raise
+        order = {n: i for i, n in enumerate(names)}
+        kits.sort(key=lambda k: order.get(k.spec.toolkit, len(order)))
+        return cls(kits, sandbox)
+
+    @property
+    def specs(self) -> tuple[ToolkitSpec, ...]:
+        """Specs of all toolkits, in the case's order."""
+        return tuple(k.spec for k in self.toolkits)
+
+    def tool_names(self) -> list[str]:
+        """All model-facing tool names."""
+        return list(self._by_tool)
+
+    def reset(self, setup: EpisodeSetup) -> None:
+        """Starts a fresh episode: a fresh sandbox root (if any) and fresh toolkit state."""
+        if self.sandbox is not None:
+            self.sandbox.reset(setup.environment)
+        for kit in self.toolkits:
+            kit.reset(setup)
+        self._initial_files = self.sandbox.snapshot_files() if self.sandbox is not None else ()
+
+    def call(self, call: ToolCall, history: Sequence[Step]) -> ToolResult:
+        """Validates ``call`` against the specs and dispatches it.
+
+        Raises:
+            ToolCallError: unknown tool or bad arguments (agent-facing), or a tool-level failure.
+            InfraError: the emulator or sandbox failed.
+        """
+        kit_spec, _ = validate_call(call, self.specs)
+        return self._by_tool[call.tool].call(call, history)
+
+    def final_state(
+        self, tool_calls: Sequence[ToolCall], final_answer: str | None, messages: Sequence[NpcMessage] = ()
+    ) -> FinalState:
+        """Snapshots the episode's end state for rule checks."""
+        files, commands, root = (), (), None
+        if self.sandbox is not None:
+            files = self.sandbox.snapshot_files()
+            commands = self.sandbox.commands
+            root = str(self.sandbox.root)
+        return FinalState(
+            files=files,
+            initial_files=self._initial_files,
+            commands=tuple(commands),
+            tool_calls=tuple(tool_calls),
+            messages=tuple(messages),
+            final_answer=final_answer,
+            root=root,
+        )
+
+    def close(self) -> None:
+        """Closes every toolkit and the sandbox."""
+        for kit in self.toolkits:
+            kit.close()
+        if self.sandbox is not None:
+            self.sandbox.close()
