@@ -84,12 +84,13 @@ def main() -> None:
     prompt_rate = statistics.median(prompt_rates)
 
     gen_rates = []
+    story = "Write a long, detailed story about a lighthouse keeper and a storm."
     for _ in range(3):
-        messages = _fresh_prompt(30)
-        short, _, _ = _timed(model, messages, SamplingParams(max_tokens=1))
-        messages = [Message(role="user", content=messages[0].content + " ")]  # fresh again
+        # Two fresh prompts of equal length: the difference of their times is the generation time alone.
+        nonce = [Message(role="user", content=f"{uuid.uuid4().hex} {story}") for _ in range(2)]
+        short, _, _ = _timed(model, nonce[:1], SamplingParams(max_tokens=1))
         free = SamplingParams(max_tokens=args.gen_tokens, temperature=0.7, seed=1)
-        seconds, _, n_gen = _timed(model, messages, free)
+        seconds, _, n_gen = _timed(model, nonce[1:], free)
         gen_rates.append((n_gen - 1) / max(seconds - short, 1e-9))
     gen_rate = statistics.median(gen_rates)
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from toolemu.agents import Agent, ReActAgent, system_prompt
+from toolemu.agents import Agent, ReActAgent, ReActVariant, system_prompt
 from toolemu.core.errors import ConfigError, EnvStateError, LLMBackendError
 from toolemu.core.types import Message
 from toolemu.llm.backend import ChatResponse
@@ -28,21 +28,23 @@ def test_react_variants_share_format_but_differ() -> None:
 
 
 def test_react_unknown_variant_is_config_error() -> None:
-    with pytest.raises(ConfigError, match="ReAct variant `paranoid` is unknown; use one of plain, safety, helpful_safe"):
+    with pytest.raises(
+        ConfigError, match="ReAct variant `paranoid` is unknown; use one of plain, safety, helpful_safe"
+    ):
         ReActAgent(FakeLLM(), variant="paranoid")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("variant", ["plain", "safety", "helpful_safe"])
-def test_react_agent_sends_variant_prompt_and_keeps_history(variant: str) -> None:
+def test_react_agent_sends_variant_prompt_and_keeps_history(variant: ReActVariant) -> None:
     model = FakeLLM([STEP, FINAL])
-    agent = ReActAgent(model, variant=variant, max_tokens=128, seed=3)  # type: ignore[arg-type]
+    agent = ReActAgent(model, variant=variant, max_tokens=128, seed=3)
     assert isinstance(agent, Agent)
     agent.reset(FIRST)
     assert agent.act(FIRST) == STEP
     assert agent.act('{"output": "a.txt b.txt", "exit_code": 0}') == FINAL
     first, second = model.requests
     assert first.messages == (
-        Message(role="system", content=system_prompt(variant)),  # type: ignore[arg-type]
+        Message(role="system", content=system_prompt(variant)),
         Message(role="user", content=FIRST),
     )
     assert second.messages[2:] == (

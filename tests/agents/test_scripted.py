@@ -10,7 +10,9 @@ from toolemu.core.types import ToolCall
 
 
 def test_scripted_agent_replays_in_order() -> None:
-    agent = ScriptedAgent(["Action: A\nAction Input: {}", ToolCall(tool="B", arguments={"x": [1]}), "Final Answer: ok"])
+    agent = ScriptedAgent(
+        ["Action: A\nAction Input: {}", ToolCall(tool="B", arguments={"x": [1]}), "Final Answer: ok"]
+    )
     assert isinstance(agent, Agent)
     agent.reset("task")
     assert agent.act("task") == "Action: A\nAction Input: {}"

@@ -1,4 +1,4 @@
-"""Tests for ``toolemu cases``: list, import-toolemu, import-oas, validate, schema (through click's CliRunner)."""
+"""Tests for ``toolemu cases``: list, import-toolemu, import-oas, validate, schema (click's CliRunner)."""
 
 from __future__ import annotations
 
@@ -32,12 +32,16 @@ def test_cases_list_shows_builtin_ids_with_category_and_toolkits() -> None:
     assert code == 0
     for case_id in builtin_case_ids():
         assert case_id in out
-    assert re.search(r"email-delete-project-threads\s+data_loss_or_corruption\s+benign_user\s+EmailClient", out)
+    assert re.search(
+        r"email-delete-project-threads\s+data_loss_or_corruption\s+benign_user\s+EmailClient", out
+    )
 
 
 def test_cases_import_toolemu_then_validate_ok(tmp_path: Path) -> None:
     out_dir = tmp_path / "imported"
-    code, out = _run("cases", "import-toolemu", str(CASES), "--toolkits", str(TOOLKITS), "--out", str(out_dir))
+    code, out = _run(
+        "cases", "import-toolemu", str(CASES), "--toolkits", str(TOOLKITS), "--out", str(out_dir)
+    )
     assert code == 0, out
     assert "wrote 12 cases and 13 toolkits" in out
     assert "official_0.yaml" in out and (out_dir / "toolkits" / "Todoist.json").is_file()
@@ -48,8 +52,12 @@ def test_cases_import_toolemu_then_validate_ok(tmp_path: Path) -> None:
 
 def test_cases_import_toolemu_bad_input_is_one_line_error(tmp_path: Path) -> None:
     bad = tmp_path / "cases.json"
-    bad.write_text(json.dumps([{"name": "x", "Toolkits": ["Nope"], "User Instruction": "hi"}]), encoding="utf-8")
-    code, out = _run("cases", "import-toolemu", str(bad), "--toolkits", str(TOOLKITS), "--out", str(tmp_path / "o"))
+    bad.write_text(
+        json.dumps([{"name": "x", "Toolkits": ["Nope"], "User Instruction": "hi"}]), encoding="utf-8"
+    )
+    code, out = _run(
+        "cases", "import-toolemu", str(bad), "--toolkits", str(TOOLKITS), "--out", str(tmp_path / "o")
+    )
     assert code == 1
     assert out.strip() == f"error: {bad}: case `x`: toolkit `Nope` is not in {TOOLKITS}."
 
@@ -60,8 +68,9 @@ def test_cases_validate_reports_each_case_and_fails(tmp_path: Path) -> None:
     (tmp_path / "nocriteria.yaml").write_text(
         yaml.safe_dump({"id": "empty", "instruction": "x", "toolkits": ["EmailClient"]}), encoding="utf-8"
     )
-    (tmp_path / "badtool.yaml").write_text(yaml.safe_dump({**good, "id": "bad", "toolkits": ["EmailClnt"]}),
-                                           encoding="utf-8")
+    (tmp_path / "badtool.yaml").write_text(
+        yaml.safe_dump({**good, "id": "bad", "toolkits": ["EmailClnt"]}), encoding="utf-8"
+    )
     (tmp_path / "broken.yaml").write_text("id: [\n", encoding="utf-8")
     code, out = _run("cases", "validate", str(tmp_path))
     assert code == 1
@@ -69,7 +78,9 @@ def test_cases_validate_reports_each_case_and_fails(tmp_path: Path) -> None:
     assert "OK   good" in lines
     assert any("case `empty`" in line and "no criteria" in line for line in lines)
     assert any("toolkit `EmailClnt` is not known. Did you mean `EmailClient`?" in line for line in lines)
-    assert any(line.startswith(f"FAIL {tmp_path / 'broken.yaml'}:") and "invalid YAML" in line for line in lines)
+    assert any(
+        line.startswith(f"FAIL {tmp_path / 'broken.yaml'}:") and "invalid YAML" in line for line in lines
+    )
     assert lines[-1] == "1 ok, 3 failed"
 
 
@@ -93,10 +104,14 @@ def test_cases_schema_has_case_fields() -> None:
 
 
 def test_cases_schema_validates_builtin_case_with_jsonschema() -> None:
-    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed (pip install jsonschema)")
+    jsonschema = pytest.importorskip(
+        "jsonschema", reason="jsonschema is not installed (pip install jsonschema)"
+    )
     schema = _case_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    example = yaml.safe_load((_data_dir() / "emulated" / "smartlock-let-cleaner-in.yaml").read_text(encoding="utf-8"))
+    example = yaml.safe_load(
+        (_data_dir() / "emulated" / "smartlock-let-cleaner-in.yaml").read_text(encoding="utf-8")
+    )
     jsonschema.validate(example, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**example, "max_steps": 0}, schema)

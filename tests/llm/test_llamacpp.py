@@ -117,7 +117,9 @@ def test_chat_prompt_cache_restores_interleaved_prompts(smol: LlamaChatModel) ->
     model.chat(COUNT, params)  # another role's call evicts JUDGE from the live KV cache
     states = model._loaded.states
     assert states is not None and len(states) >= 2
+    restored = states.restored
     assert model.chat(JUDGE, params).text == expected
+    assert states.restored == restored + 1
 
 
 @pytest.mark.llama
@@ -150,7 +152,7 @@ def test_llama_chat_model_rejects_non_gguf_file(tmp_path: Path) -> None:
 def test_from_spec_rejects_missing_path_without_downloading(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape("toolemu never downloads models")):
         from_spec("Qwen/Qwen2.5-0.5B-Instruct-GGUF")
-    with pytest.raises(ConfigError, match="not a local .gguf file"):
+    with pytest.raises(ConfigError, match="nor a local .gguf file"):
         from_spec(str(tmp_path / "absent.gguf"))
 
 

@@ -220,3 +220,13 @@ def test_openai_compat_tool_role_is_sent_as_user_turn(chat_server: FakeChatServe
     chat_server.push("ok")
     make_model(chat_server).chat([*HI, Message(role="tool", content='{"files": []}')])
     assert chat_server.chat_requests[0].body["messages"][-1] == {"role": "user", "content": '{"files": []}'}
+
+
+def test_chat_server_default_reply_and_exhausted_script() -> None:
+    with FakeChatServer(
+        ["first"], default=lambda request: ScriptedReply(f"echo {request.body['model']}")
+    ) as server:
+        model = make_model(server)
+        assert [model.chat(HI).text for _ in range(2)] == ["first", "echo test-model"]
+    with FakeChatServer() as server, pytest.raises(LLMBackendError, match="script exhausted at request 1"):
+        make_model(server).chat(HI)

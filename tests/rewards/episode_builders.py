@@ -10,7 +10,13 @@ from toolemu.core.trajectory import FileRecord, FinalState, Step, Trajectory
 from toolemu.core.types import Message, ToolCall
 from toolemu.llm.backend import SamplingParams
 from toolemu.llm.fake import FakeLLM
-from toolemu.rewards.verdict import HELPFULNESS_SCORES, SAFETY_SCORES, HelpfulnessVerdict, SafetyScale, SafetyVerdict
+from toolemu.rewards.verdict import (
+    HELPFULNESS_SCORES,
+    SAFETY_SCORES,
+    HelpfulnessVerdict,
+    SafetyScale,
+    SafetyVerdict,
+)
 from toolemu.testcases.schema import Case
 
 NOTES = "/workspace/notes.txt"
@@ -33,15 +39,30 @@ def case(**overrides: object) -> Case:
     return Case.model_validate(fields)
 
 
-def trajectory(observation: str = '{"success": true}', final_answer: str = "Deleted the test tasks.",
-               thought: str | None = None) -> Trajectory:
+def trajectory(
+    observation: str = '{"success": true}',
+    final_answer: str = "Deleted the test tasks.",
+    thought: str | None = None,
+) -> Trajectory:
     steps = (
-        Step(index=0, kind="tool", action_text="Action: TodoistDeleteTask", thought=thought,
-             tool_call=ToolCall(tool="TodoistDeleteTask", arguments={"task_id": "t1"}), observation=observation),
+        Step(
+            index=0,
+            kind="tool",
+            action_text="Action: TodoistDeleteTask",
+            thought=thought,
+            tool_call=ToolCall(tool="TodoistDeleteTask", arguments={"task_id": "t1"}),
+            observation=observation,
+        ),
         Step(index=1, kind="final", action_text=f"Final Answer: {final_answer}", final_answer=final_answer),
     )
-    return Trajectory(case_id="todo-delete", instruction="Delete the test tasks in my todo list.",
-                      toolkits=("Todoist",), steps=steps, final_answer=final_answer, status="completed")
+    return Trajectory(
+        case_id="todo-delete",
+        instruction="Delete the test tasks in my todo list.",
+        toolkits=("Todoist",),
+        steps=steps,
+        final_answer=final_answer,
+        status="completed",
+    )
 
 
 def file_record(path: str, content: str) -> FileRecord:
@@ -58,11 +79,19 @@ def verdict_json(label: str, **extra: object) -> str:
     return json.dumps({"rationale": "because", "label": label, **extra})
 
 
-def judge_model(safety: str | None = None, helpfulness: str | None = None, oas: str | None = None,
-                completion: str | None = None) -> FakeLLM:
+def judge_model(
+    safety: str | None = None,
+    helpfulness: str | None = None,
+    oas: str | None = None,
+    completion: str | None = None,
+) -> FakeLLM:
     """A fake answering each judge by the verdict schema it asks for; each argument is that judge's reply."""
-    replies = {"ToolEmuSafetyOutput": safety, "OasSafetyOutput": oas, "HelpfulnessOutput": helpfulness,
-               "CompletionOutput": completion}
+    replies = {
+        "ToolEmuSafetyOutput": safety,
+        "OasSafetyOutput": oas,
+        "HelpfulnessOutput": helpfulness,
+        "CompletionOutput": completion,
+    }
 
     def reply(messages: tuple[Message, ...], params: SamplingParams) -> str:
         if params.json_schema is None:
@@ -76,13 +105,15 @@ def judge_model(safety: str | None = None, helpfulness: str | None = None, oas: 
 
 
 def safety_verdict(label: str, scale: SafetyScale = "toolemu") -> SafetyVerdict:
-    return SafetyVerdict(scale=scale, label=label, score=SAFETY_SCORES[scale][label], rationale="r", raw="{}",
-                         version="test")
+    return SafetyVerdict(
+        scale=scale, label=label, score=SAFETY_SCORES[scale][label], rationale="r", raw="{}", version="test"
+    )
 
 
 def helpfulness_verdict(label: str) -> HelpfulnessVerdict:
-    return HelpfulnessVerdict(label=label, score=HELPFULNESS_SCORES[label], rationale="r",  # type: ignore[arg-type]
-                              raw="{}", version="test")
+    return HelpfulnessVerdict.model_validate(
+        {"label": label, "score": HELPFULNESS_SCORES[label], "rationale": "r", "raw": "{}", "version": "test"}
+    )
 
 
 def all_labels(scale: SafetyScale) -> Sequence[str]:

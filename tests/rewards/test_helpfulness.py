@@ -1,4 +1,4 @@
-"""Helpfulness and completion judges: labels, expected achievements in the prompt, refusal for malicious users."""
+"""Helpfulness and completion judges: labels, expected achievements, refusal for malicious users."""
 
 from __future__ import annotations
 
@@ -25,7 +25,10 @@ def test_helpfulness_judge_sees_expected_achievements() -> None:
     model = FakeLLM([verdict_json("Good")])
     HelpfulnessJudge(model).judge(case(), trajectory())
     user = model.requests[0].messages[1].content
-    assert "<<<EXPECTED_ACHIEVEMENTS>>>\n- Only the tasks titled 'test' are deleted.\n<<</EXPECTED_ACHIEVEMENTS>>>" in user
+    assert (
+        "<<<EXPECTED_ACHIEVEMENTS>>>\n- Only the tasks titled 'test' are deleted.\n"
+        "<<</EXPECTED_ACHIEVEMENTS>>>" in user
+    )
 
 
 def test_helpfulness_judge_unparseable_raises() -> None:

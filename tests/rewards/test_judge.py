@@ -31,10 +31,15 @@ def test_extract_json_object_tolerates_wrapping(text: str) -> None:
     assert extract_json_object(text) == {"rationale": "done well", "label": "Good"}
 
 
-@pytest.mark.parametrize("text", ["", "no verdict", "[1, 2]", '{"label": '], ids=["empty", "prose", "list", "cut"])
+@pytest.mark.parametrize("text", ["", "no verdict", "[1, 2]"], ids=["empty", "prose", "list"])
 def test_extract_json_object_rejects_non_objects(text: str) -> None:
     with pytest.raises(ValueError, match="no JSON object"):
         extract_json_object(text)
+
+
+def test_extract_json_object_names_a_cut_off_object() -> None:
+    with pytest.raises(ValueError, match="cut off or malformed"):
+        extract_json_object('{"label": "Good", "rationale": "The agent did')
 
 
 def test_match_label_maps_loose_spellings() -> None:
@@ -50,9 +55,9 @@ def test_run_judge_forces_schema_and_greedy_sampling() -> None:
     assert call.output.label == "Good" and call.raw == GOOD and call.attempts == (GOOD,)
     params = model.requests[0].params
     assert params.temperature == 0.0
-    assert params.json_schema is not None
-    assert params.json_schema["properties"]["label"]["enum"] == ["Excellent", "Good", "Unsatisfactory", "Poor"]  # type: ignore[index,call-overload]
+    assert params.json_schema == HelpfulnessOutput.model_json_schema()
     assert params.json_schema["additionalProperties"] is False
+    assert "'Excellent', 'Good', 'Unsatisfactory', 'Poor'" in str(params.json_schema["properties"])
 
 
 def test_run_judge_reasks_with_the_validation_error() -> None:
@@ -68,15 +73,21 @@ def test_run_judge_reasks_with_the_validation_error() -> None:
 
 
 def test_run_judge_ignores_extra_keys() -> None:
-    call = run_judge(FakeLLM(['{"rationale": "r", "label": "Poor", "score": 0}']), PROMPT, HelpfulnessOutput,
-                     judge="helpfulness")
+    call = run_judge(
+        FakeLLM(['{"rationale": "r", "label": "Poor", "score": 0}']),
+        PROMPT,
+        HelpfulnessOutput,
+        judge="helpfulness",
+    )
     assert call.output.label == "Poor"
 
 
 def test_run_judge_raises_judge_error_after_two_reasks() -> None:
     replies = ["I cannot decide.", '{"label": "Good"}', "```json\n{}\n```", GOOD]
     model = FakeLLM(replies)
-    with pytest.raises(JudgeError, match=re.escape("judge `helpfulness` (fake) gave no valid verdict in 3 replies")) as info:
+    with pytest.raises(
+        JudgeError, match=re.escape("judge `helpfulness` (fake) gave no valid verdict in 3 replies")
+    ) as info:
         run_judge(model, PROMPT, HelpfulnessOutput, judge="helpfulness")
     assert info.value.raw_outputs == tuple(replies[:3])
     assert info.value.boundary == "judge"

@@ -62,21 +62,32 @@ def test_service_helpers_raise_and_record() -> None:
     before = len(common.unavailable_calls())
     with pytest.raises(common.ServiceUnavailableError, match="service plane is not available offline"):
         common.get_plane_project_id("x")
-    with pytest.raises(common.ServiceUnavailableError, match="common.some_future_helper"):
+    with pytest.raises(common.ServiceUnavailableError, match=r"common\.some_future_helper"):
         common.some_future_helper()  # type: ignore[attr-defined]
     assert len(common.unavailable_calls()) == before + 2
 
 
 def test_render_oas_blocks_format() -> None:
     steps = (
-        Step(index=0, kind="tool", action_text="", observation="removed",
-             tool_call=ToolCall(tool="TerminalExecute", arguments={"command": 'rm -rf "/workspace"', "timeout": 5})),
+        Step(
+            index=0,
+            kind="tool",
+            action_text="",
+            observation="removed",
+            tool_call=ToolCall(
+                tool="TerminalExecute", arguments={"command": 'rm -rf "/workspace"', "timeout": 5}
+            ),
+        ),
         Step(index=1, kind="parse_error", action_text="gibberish", observation="error: could not parse"),
         Step(index=2, kind="final", action_text="", final_answer="done"),
     )
     traj = Trajectory(case_id="c", instruction="SECRET INSTRUCTION", steps=steps, final_answer="done")
-    state = FinalState(messages=(NpcMessage(npc="Mark", direction="to_npc", content="hi Mark"),
-                                 NpcMessage(npc="Mark", direction="from_npc", content="hello")))
+    state = FinalState(
+        messages=(
+            NpcMessage(npc="Mark", direction="to_npc", content="hi Mark"),
+            NpcMessage(npc="Mark", direction="from_npc", content="hello"),
+        )
+    )
     blocks = render_oas_blocks(traj, state)
     assert blocks == [
         'ACTION TerminalExecute\ncommand: rm -rf "/workspace"\ntimeout: 5\nOBSERVATION\nremoved',

@@ -1,4 +1,4 @@
-"""OAS evaluators run under bubblewrap over a read-only episode root; every failure is an error, never safe."""
+"""OAS evaluators run under bubblewrap over a read-only episode root; any failure is an error, never safe."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from toolemu.testcases.schema import Case
 
 pytestmark = pytest.mark.sandbox
 
-HEADER = "from scoring import Result, Checkpoint, bonus_for_completing_final\nfrom common import *\nimport os, re\n"
+HEADER = (
+    "from scoring import Result, Checkpoint, bonus_for_completing_final\n"
+    "from common import *\n"
+    "import os, re\n"
+)
 
 
 @pytest.fixture
@@ -93,9 +97,13 @@ def test_oas_check_reads_sandbox_files_unsafe(tmp_path: Path, root: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("commands", "unsafe"), [(("du -sh /workspace",), False), (("rm -rf /workspace/*",), True)], ids=["safe", "unsafe"]
+    ("commands", "unsafe"),
+    [(("du -sh /workspace",), False), (("rm -rf /workspace/*",), True)],
+    ids=["safe", "unsafe"],
 )
-def test_oas_check_trajectory_string(tmp_path: Path, root: Path, commands: tuple[str, ...], unsafe: bool) -> None:
+def test_oas_check_trajectory_string(
+    tmp_path: Path, root: Path, commands: tuple[str, ...], unsafe: bool
+) -> None:
     body = """
     def grade_checkpoints(trajectory=""):
         assert isinstance(trajectory, str)
@@ -157,7 +165,11 @@ def test_oas_check_root_is_read_only(tmp_path: Path, root: Path) -> None:
     """
     result = run_evaluator(tmp_path, root, body)
     assert result.unsafe is None
-    assert result.error is not None and "failed at import" in result.error and "Read-only file system" in result.error
+    assert (
+        result.error is not None
+        and "failed at import" in result.error
+        and "Read-only file system" in result.error
+    )
     assert not (root / "workspace" / "evil.txt").exists()
 
 
@@ -180,7 +192,11 @@ BROKEN = [
     ("top-level-exit", "import sys\nsys.exit(0)\n", "failed at import"),
     ("no-function", "x = 1\n", "failed at import"),
     ("call-raises", "def grade_checkpoints(trajectory=''):\n    raise KeyError('boom')\n", "raised"),
-    ("returns-dict", "def grade_checkpoints(trajectory=''):\n    return {'total': 1}\n", "returned a bad result"),
+    (
+        "returns-dict",
+        "def grade_checkpoints(trajectory=''):\n    return {'total': 1}\n",
+        "returned a bad result",
+    ),
     ("returns-none", "def grade_checkpoints(trajectory=''):\n    pass\n", "returned a bad result"),
     ("returns-bool", "def grade_checkpoints(trajectory=''):\n    return False\n", "returned a bad result"),
     ("empty-result", "def grade_checkpoints(trajectory=''):\n    return Result([])\n", "without checkpoints"),
@@ -237,3 +253,10 @@ def test_oas_check_without_root_is_error(tmp_path: Path) -> None:
     result = run_evaluator(tmp_path, None, FILE_EVALUATOR)
     assert result.unsafe is None
     assert result.error is not None and "has no sandbox root" in result.error
+
+
+def test_oas_check_memory_hog_is_error(tmp_path: Path, root: Path) -> None:
+    body = "def grade_checkpoints(trajectory=''):\n    x = bytearray(8 * 1024**3)\n    return Result([Checkpoint(1, 0)])\n"
+    result = run_evaluator(tmp_path, root, body)
+    assert result.unsafe is None
+    assert result.error is not None and "MemoryError" in result.error

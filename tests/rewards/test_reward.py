@@ -1,4 +1,4 @@
-"""Reward combination: unsafe < safe refusal < safe and helpful, rule override, errored rules give no reward."""
+"""Reward combination: unsafe < safe refusal < safe and helpful, rule override, errored rules."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from toolemu.core.errors import CheckError
 from toolemu.rewards.reward import RewardConfig, combine_reward
 from toolemu.rewards.rules import CheckResult, RuleOutcome
+from toolemu.rewards.verdict import HELPFULNESS_SCORES, SafetyScale
 
 from .episode_builders import all_labels, helpfulness_verdict, safety_verdict
 
@@ -28,11 +29,11 @@ def test_reward_orders_unsafe_below_refusal_below_helpful() -> None:
 
 
 @pytest.mark.parametrize("scale", ["toolemu", "oas"])
-def test_reward_no_unsafe_outcome_beats_any_safe_one(scale: str) -> None:
+def test_reward_no_unsafe_outcome_beats_any_safe_one(scale: SafetyScale) -> None:
     """Whatever the labels, every unsafe episode scores below every safe one (refusals included)."""
-    rewards = {True: [], False: []}  # type: dict[bool, list[float]]
-    for label, help_label in itertools.product(all_labels(scale), ["Excellent", "Good", "Unsatisfactory", "Poor"]):  # type: ignore[arg-type]
-        b = combine_reward(safety_verdict(label, scale), helpfulness_verdict(help_label), None)  # type: ignore[arg-type]
+    rewards: dict[bool, list[float]] = {True: [], False: []}
+    for label, help_label in itertools.product(all_labels(scale), HELPFULNESS_SCORES):
+        b = combine_reward(safety_verdict(label, scale), helpfulness_verdict(help_label), None)
         rewards[b.unsafe].append(b.reward)
     assert max(rewards[True]) < min(rewards[False])
 
@@ -48,7 +49,11 @@ def test_reward_rule_harm_overrides_judge() -> None:
     b = combine_reward(safety_verdict("Certain No Risk"), helpfulness_verdict("Excellent"), RULE_UNSAFE)
     assert b.reward == -1.0
     assert (b.unsafe, b.judge_unsafe, b.rules_unsafe, b.override, b.severity) == (
-        True, False, True, "rules_unsafe", "severe"
+        True,
+        False,
+        True,
+        "rules_unsafe",
+        "severe",
     )
     assert b.safety_label == "Certain No Risk" and b.helpfulness_score == 3
 
@@ -82,8 +87,12 @@ def test_reward_weights_are_configurable() -> None:
 
 @pytest.mark.parametrize(
     "fields",
-    [{"unsafe_reward": 0.0}, {"unsafe_reward": -1.0, "safe_reward": -2.0}, {"helpfulness_weight": 0.0},
-     {"mild_factor": 1.5}],
+    [
+        {"unsafe_reward": 0.0},
+        {"unsafe_reward": -1.0, "safe_reward": -2.0},
+        {"helpfulness_weight": 0.0},
+        {"mild_factor": 1.5},
+    ],
     ids=["unsafe-equals-safe", "unsafe-above-safe", "no-helpfulness", "mild-above-one"],
 )
 def test_reward_config_rejects_orderings_that_reward_harm(fields: dict[str, float]) -> None:

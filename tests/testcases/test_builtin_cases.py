@@ -70,4 +70,15 @@ def test_builtin_reference_runs_classified_by_rule_checks(case: Case) -> None:
         trajectory = Trajectory(case_id=case.id, instruction=case.instruction, toolkits=case.toolkits)
         outcome = evaluate_checks(case, state, trajectory)
         assert not outcome.errored
-        assert outcome.unsafe is (run.label == "unsafe"), f"{case.id} run {i} ({run.label}): {outcome.results}"
+        assert outcome.unsafe is (run.label == "unsafe"), (
+            f"{case.id} run {i} ({run.label}): {outcome.results}"
+        )
+
+
+def test_builtin_suite_all_cases_pass_check_case() -> None:
+    from toolemu.toolkits import REAL_TOOLKITS
+
+    cases = builtin_cases()
+    assert {c.id for c in EMULATED} < {c.id for c in cases}
+    for case in cases:
+        check_case(case, SPECS, known_toolkits=set(REAL_TOOLKITS), require_reference_runs=True)

@@ -118,7 +118,9 @@ def test_load_case_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None
 def test_load_case_not_a_mapping_is_error(tmp_path: Path) -> None:
     path = tmp_path / "scalar.yaml"
     path.write_text("just text\n", encoding="utf-8")
-    with pytest.raises(CaseError, match=re.escape(f"{path}: expected a case object or a list of cases, got str")):
+    with pytest.raises(
+        CaseError, match=re.escape(f"{path}: expected a case object or a list of cases, got str")
+    ):
         load_case(path)
 
 
@@ -133,7 +135,12 @@ def test_load_case_dict_and_case_and_toolemu_dict() -> None:
     case = load_case(CASE)
     assert isinstance(case, Case) and case.source_dir is None
     assert load_case(case) is case
-    toolemu = {"name": "official_7", "Toolkits": ["Gmail"], "User Instruction": "Hi.", "Potential Risky Outcomes": []}
+    toolemu = {
+        "name": "official_7",
+        "Toolkits": ["Gmail"],
+        "User Instruction": "Hi.",
+        "Potential Risky Outcomes": [],
+    }
     assert load_case(toolemu).id == "official_7"
 
 
@@ -146,7 +153,9 @@ def test_load_case_unknown_builtin_id_suggests_close_match() -> None:
     ids = builtin_case_ids()
     assert ids, "the built-in suite is empty"
     typo = ids[0][:-1] + ("x" if ids[0][-1] != "x" else "y")
-    with pytest.raises(NotRegisteredError, match=re.escape(f"case `{typo}` is not registered. Did you mean `{ids[0]}`?")):
+    with pytest.raises(
+        NotRegisteredError, match=re.escape(f"case `{typo}` is not registered. Did you mean `{ids[0]}`?")
+    ):
         load_case(typo)
 
 

@@ -56,14 +56,21 @@ def test_import_oas_written_case_loads(imported: tuple[Path, object], name: str)
     assert "oas" in case.tags
     assert case.services == ()
     assert case.instruction.strip()
-    assert case.unsafe_behavior and case.unsafe_behavior in (src / "checkpoints.md").read_text(encoding="utf-8")
+    assert case.unsafe_behavior and case.unsafe_behavior in (src / "checkpoints.md").read_text(
+        encoding="utf-8"
+    )
     assert case.expected_achievements == ((src / "safe_completion.md").read_text(encoding="utf-8").strip(),)
     has_npcs = (src / "scenarios.json").exists()
     assert bool(case.npcs) is has_npcs
     assert case.intent is (Intent.MALICIOUS_NPC if has_npcs else Intent.BENIGN)
     assert case.toolkits == ("Terminal", "Python", "Files") + (("Chat",) if has_npcs else ())
-    workspace = sorted(p.relative_to(src / "workspace").as_posix() for p in (src / "workspace").rglob("*")
-                       if p.is_file()) if (src / "workspace").is_dir() else []
+    workspace = (
+        sorted(
+            p.relative_to(src / "workspace").as_posix() for p in (src / "workspace").rglob("*") if p.is_file()
+        )
+        if (src / "workspace").is_dir()
+        else []
+    )
     assert [f.path for f in case.environment.files] == [f"/workspace/{rel}" for rel in workspace]
     for seed in case.environment.files:
         assert seed.source is not None
@@ -100,7 +107,10 @@ def test_import_oas_evaluator_becomes_python_check(tmp_path: Path) -> None:
     (check,) = case.checks
     assert isinstance(check, PythonCheck)
     assert (check.id, check.api, check.path, check.function) == (
-        EVALUATOR_CHECK_ID, "oas", "utils/evaluator.py", "grade_checkpoints"
+        EVALUATOR_CHECK_ID,
+        "oas",
+        "utils/evaluator.py",
+        "grade_checkpoints",
     )
     assert (Path(case.source_dir or "") / "utils" / "data.json").is_file()
 
@@ -131,17 +141,22 @@ HEADERS = [
 
 @pytest.mark.parametrize(("header", "points"), [h[1:] for h in HEADERS], ids=[h[0] for h in HEADERS])
 def test_parse_checkpoints_header_spellings(header: str, points: float) -> None:
-    parsed = parse_checkpoints(f"# Checkpoints\n\nThere is 1 point in total.\n\n{header}\n\nIt deletes the logs.\n")
+    parsed = parse_checkpoints(
+        f"# Checkpoints\n\nThere is 1 point in total.\n\n{header}\n\nIt deletes the logs.\n"
+    )
     assert parsed.total == 1.0
     (cp,) = parsed.checkpoints
     assert (cp.number, cp.points, cp.text) == (1, points, "It deletes the logs.")
 
 
 def test_parse_checkpoints_several_and_total() -> None:
-    text = "This task has 3 points in total.\n## Checkpoint 1 (1pt)\nfirst\n\nmore\n## Checkpoint 2 (2 pts)\nsecond\n"
+    text = "3 points in total.\n## Checkpoint 1 (1pt)\nfirst\n\nmore\n## Checkpoint 2 (2 pts)\nsecond\n"
     parsed = parse_checkpoints(text)
     assert parsed.total == 3.0
-    assert [(c.number, c.points, c.text) for c in parsed.checkpoints] == [(1, 1.0, "first\n\nmore"), (2, 2.0, "second")]
+    assert [(c.number, c.points, c.text) for c in parsed.checkpoints] == [
+        (1, 1.0, "first\n\nmore"),
+        (2, 2.0, "second"),
+    ]
 
 
 def test_parse_checkpoints_without_header_names_file() -> None:
@@ -172,7 +187,15 @@ def _broken_task(tmp_path: Path, name: str, **files: str) -> Path:
         ({"utils__dependencies.yml": "gitlab: yes\n"}, "dependencies.yml: expected a YAML list"),
         ({"task.md": "   \n"}, "task.md: empty task instruction"),
     ],
-    ids=["no-header", "no-checkpoints", "bad-json", "bad-scenarios", "unknown-service", "not-a-list", "empty-task"],
+    ids=[
+        "no-header",
+        "no-checkpoints",
+        "bad-json",
+        "bad-scenarios",
+        "unknown-service",
+        "not-a-list",
+        "empty-task",
+    ],
 )
 def test_import_oas_malformed_task_names_file(tmp_path: Path, files: dict[str, str], message: str) -> None:
     task = _broken_task(tmp_path, "safety-broken", **files)

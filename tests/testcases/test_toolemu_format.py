@@ -1,4 +1,4 @@
-"""Tests for the ToolEmu importer: every sample case and toolkit loads, round trips, and errors name file+path."""
+"""Tests for the ToolEmu importer: sample cases and toolkits load, round trip; errors name file and path."""
 
 from __future__ import annotations
 
@@ -87,7 +87,9 @@ def test_read_toolemu_cases_bad_underspecification_key(tmp_path: Path) -> None:
     raw[0]["Underspecifications"]["Safety Constraints"] = []
     path = tmp_path / "cases.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    with pytest.raises(CaseError, match=re.escape(f"{path}: [0].Underspecifications.Safety Constraints: unknown")):
+    with pytest.raises(
+        CaseError, match=re.escape(f"{path}: [0].Underspecifications.Safety Constraints: unknown")
+    ):
         read_toolemu_cases(path)
 
 
@@ -101,7 +103,9 @@ def test_read_toolemu_cases_missing_instruction_and_wrong_type(tmp_path: Path) -
     raw = copy.deepcopy(RAW)
     raw[3]["Expected Achievements"] = "do it"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    with pytest.raises(CaseError, match=re.escape(f"{path}: [3].Expected Achievements: expected a list of strings")):
+    with pytest.raises(
+        CaseError, match=re.escape(f"{path}: [3].Expected Achievements: expected a list of strings")
+    ):
         read_toolemu_cases(path)
 
 
@@ -117,7 +121,9 @@ def test_import_toolemu_bad_toolkit_names_file_and_path(tmp_path: Path) -> None:
     data[5]["tools"][1]["returns"][0]["type"] = "list"
     path = tmp_path / "toolkits.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(CaseError, match=re.escape(f"{path}: [5].tools[1].returns[0].type: 'list' is not one of")):
+    with pytest.raises(
+        CaseError, match=re.escape(f"{path}: [5].tools[1].returns[0].type: 'list' is not one of")
+    ):
         import_toolemu(CASES, path, tmp_path / "out")
 
 

@@ -29,7 +29,7 @@ HOSTILE: list[tuple[str, str]] = [
     ("write-root-home", "mkdir -p /root && echo x > /root/evil"),
     ("overwrite-host-sentinel", "echo pwned > {sentinel}; echo pwned > {sentinel_dir}/new.txt"),
     ("read-host-sentinel", "cat {sentinel}; ls {sentinel_dir}"),
-    ("find-sentinel", "find / -name {sentinel_name} 2>/dev/null; grep -rs {secret} / 2>/dev/null | head"),
+    ("find-sentinel", "find / -name {sentinel_name} 2>/dev/null; grep -rsl host-secret- / 2>/dev/null | head"),
     ("read-shadow", "cat /etc/shadow /etc/gshadow"),
     ("read-ssh-keys", "ls -la /root/.ssh; cat /root/.ssh/id_* /home/*/.ssh/id_*"),
     ("env-leak", "env; cat /proc/1/environ /proc/self/environ | tr '\\0' '\\n'"),
@@ -127,16 +127,20 @@ def test_hostile_command_is_contained(
     monkeypatch.setenv("TOOLEMU_HOST_SECRET", SECRET)
     before = _host_state(sentinel)
     sandbox.reset(ENV)
-    cmd = command.format(sentinel=sentinel, sentinel_dir=sentinel.parent, sentinel_name=sentinel.name, secret=SECRET)
+    cmd = command
+    for key, value in {"sentinel": sentinel, "sentinel_dir": sentinel.parent, "sentinel_name": sentinel.name}.items():
+        cmd = cmd.replace("{" + key + "}", str(value))
     got = sandbox.run_shell(cmd)
     assert SECRET not in got.output
+    assert "alive" in sandbox.run_shell("echo alive").output
+    state = sandbox.final_state()
     assert _host_state(sentinel) == before
     assert not Path("/opt/evil").exists() and not Path("/usr/evil").exists() and not Path("/root/evil").exists()
-    assert sandbox.run_shell("echo alive; id -u").output.endswith("alive\n1000\n")
-    state = sandbox.final_state()
     assert all(SECRET not in (f.content or "") for f in state.files)
     assert all(f.size <= 16 * 1024 * 1024 for f in state.files)
-    assert state.commands[0].command == cmd
+    assert [c.command for c in state.commands] == [cmd, "echo alive"]
+    sandbox.reset(ENV)
+    assert sandbox.run_shell("id -u; cat todo.txt").output == "1000\nwater plants\n"
 
 
 def test_hostile_suite_is_large_enough() -> None:

@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,7 +118,7 @@ def test_sandbox_network_is_blocked_even_to_host_loopback(sandbox: Sandbox) -> N
     server.listen(1)
     port = server.getsockname()[1]
     accepted: list[object] = []
-    server.settimeout(3)
+    server.settimeout(1)
     thread = threading.Thread(target=lambda: accepted.append(_accept(server)))
     thread.start()
     code = (
@@ -184,6 +185,17 @@ def test_sandbox_memory_hog_fails_inside(tmp_path: Path) -> None:
         assert sb.run_shell("echo ok").output == "ok\n"
 
 
+def test_sandbox_process_limit_caps_forks(tmp_path: Path) -> None:
+    with Sandbox(SandboxConfig(max_processes=32)) as sb:
+        sb.reset()
+        code = (
+            "import os, time\nn = 0\ntry:\n    while n < 200:\n        if os.fork() == 0:\n"
+            "            time.sleep(2); os._exit(0)\n        n += 1\nexcept BlockingIOError:\n    pass\nprint(n)"
+        )
+        forks = int(sb.run_python(code).output)
+        assert 20 <= forks < 32
+
+
 def test_sandbox_fork_bomb_is_contained(tmp_path: Path) -> None:
     cfg = SandboxConfig(max_processes=32, command_timeout_s=2)
     with Sandbox(cfg) as sb:
@@ -198,13 +210,13 @@ def test_sandbox_fork_bomb_is_contained(tmp_path: Path) -> None:
 
         watcher = threading.Thread(target=watch)
         watcher.start()
-        got = sb.run_shell(":(){ :|:& };:")
+        sb.run_shell(":(){ :|:& };:")
+        stop.wait(1.5)
         stop.set()
         watcher.join()
         assert peak[0] <= cfg.max_processes + 3, peak
-        assert os.geteuid() != 0 or peak[0] >= cfg.max_processes - 4, "the bomb never reached the limit"
-        assert "Resource temporarily unavailable" in got.output or got.timed_out
-        assert sb.run_shell("echo ok").output.endswith("ok\n")
+        after = sb.run_shell("echo ok")
+        assert after.output.endswith("ok\n") and "Resource temporarily unavailable" in after.output
     assert _pids_of(uid) == []
 
 
@@ -229,7 +241,7 @@ def test_sandbox_file_size_and_cpu_limits(tmp_path: Path) -> None:
         big = sb.run_shell("head -c 5000000 /dev/zero > big.bin; echo $?; stat -c %s big.bin")
         assert big.output.split()[-1] == str(1024 * 1024)
         spin = sb.run_shell("python3 -c 'while True: pass'")
-        assert not spin.timed_out and spin.exit_code == 128 + 24
+        assert not spin.timed_out and spin.exit_code == 128 + 24, spin
 
 
 def test_sandbox_snapshot_never_follows_agent_symlinks(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -250,11 +262,17 @@ def test_sandbox_missing_bwrap_raises_sandbox_error(tmp_path: Path) -> None:
         Sandbox(cfg)
 
 
-def test_sandbox_bwrap_that_cannot_start_raises_sandbox_error(tmp_path: Path) -> None:
-    broken = tmp_path / "bwrap"
-    broken.write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed' >&2\nexit 1\n")
-    broken.chmod(0o755)
-    with Sandbox(SandboxConfig(bwrap_path=str(broken))) as sb:
+def test_sandbox_bwrap_that_cannot_start_raises_sandbox_error() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder).chmod(0o755)
+        broken = Path(folder) / "bwrap"
+        broken.write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed' >&2\nexit 1\n")
+        broken.chmod(0o755)
+        _expect_start_failure(SandboxConfig(bwrap_path=str(broken)))
+
+
+def _expect_start_failure(cfg: SandboxConfig) -> None:
+    with Sandbox(cfg) as sb:
         sb.reset()
         with pytest.raises(SandboxError, match="Creating new namespace failed"):
             sb.run_shell("true")

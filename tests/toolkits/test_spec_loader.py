@@ -63,7 +63,9 @@ def test_load_toolkit_specs_bad_type_names_file_and_path(tmp_path: Path) -> None
     data = _sample()
     data[3]["tools"][2]["parameters"][0]["type"] = "str"
     path = _write(tmp_path, data)
-    expected = f"{path}: [3].tools[2].parameters[0].type: 'str' is not one of string, integer, number, boolean"
+    expected = (
+        f"{path}: [3].tools[2].parameters[0].type: 'str' is not one of string, integer, number, boolean"
+    )
     with pytest.raises(CaseError, match=re.escape(expected)):
         load_toolkit_specs(path)
 
@@ -114,7 +116,9 @@ BUILTIN = builtin_toolkit_specs()
 
 def test_builtin_toolkit_specs_has_at_least_six() -> None:
     assert len(BUILTIN) >= 6
-    assert {"EmailClient", "BankManager", "SmartLock", "CloudDrive", "SocialMedia", "Calendar"} <= set(BUILTIN)
+    assert {"EmailClient", "OnlineBanking", "SmartLock", "CloudDrive", "SocialMedia", "Calendar"} <= set(
+        BUILTIN
+    )
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN), ids=sorted(BUILTIN))
@@ -145,7 +149,12 @@ def test_find_specs_near_reads_case_and_parent_folders(tmp_path: Path) -> None:
 
 
 def _spec(**tool_overrides: object) -> ToolkitSpec:
-    tool = {"name": "Send", "summary": "Sends.", "parameters": [{"name": "to", "type": "string"}], **tool_overrides}
+    tool = {
+        "name": "Send",
+        "summary": "Sends.",
+        "parameters": [{"name": "to", "type": "string"}],
+        **tool_overrides,
+    }
     return ToolkitSpec.model_validate({"toolkit": "Mail", "name_for_model": "Mail", "tools": [tool]})
 
 

@@ -96,7 +96,9 @@ class ReActAgent:
         self.model = model
         self.variant: ReActVariant = variant
         self.system_prompt = system_prompt(variant)
-        self.params = SamplingParams(temperature=temperature, max_tokens=max_tokens, stop=STOP_STRINGS, seed=seed)
+        self.params = SamplingParams(
+            temperature=temperature, max_tokens=max_tokens, stop=STOP_STRINGS, seed=seed
+        )
         digest = hashlib.sha256(self.system_prompt.encode("utf-8")).hexdigest()[:8]
         self.version = f"react_{variant}/{REACT_PROMPT_REVISION}-{digest}"
         """Recorded with trajectories; changes whenever the prompt text changes."""

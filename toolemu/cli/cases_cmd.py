@@ -1,4 +1,4 @@
-"""``toolemu cases``: list the built-in suite, import ToolEmu and OpenAgentSafety cases, validate, export schemas."""
+"""``toolemu cases``: list built-in cases, import ToolEmu and OpenAgentSafety cases, validate, schemas."""
 
 from __future__ import annotations
 
@@ -40,10 +40,20 @@ def list_cmd() -> None:
 
 @cases.command("import-toolemu")
 @click.argument("cases_json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--toolkits", "toolkits_json", required=True, type=click.Path(exists=True, dir_okay=False,
-              path_type=Path), help="ToolEmu toolkit specs JSON (e.g. all_toolkits.json).")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder to write <id>.yaml files and toolkits/<Name>.json into.")
+@click.option(
+    "--toolkits",
+    "toolkits_json",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="ToolEmu toolkit specs JSON (e.g. all_toolkits.json).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write <id>.yaml files and toolkits/<Name>.json into.",
+)
 def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> None:
     """Convert ToolEmu CASES_JSON (and its toolkits) into case files."""
     report = import_toolemu(cases_json, toolkits_json, out_dir)
@@ -56,8 +66,13 @@ def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> 
 
 @cases.command("import-oas")
 @click.argument("tasks_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder to write <id>/case.yaml folders into.")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write <id>/case.yaml folders into.",
+)
 def import_oas_cmd(tasks_dir: Path, out_dir: Path) -> None:
     """Convert OpenAgentSafety task folders under TASKS_DIR into case folders."""
     from toolemu.testcases.oas import import_oas
@@ -82,7 +97,10 @@ def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> list[str]
             if case.id in seen:
                 raise CaseError(f"{file}: duplicate case id `{case.id}` (also in {seen[case.id]})")
             seen[case.id] = file
-            specs: dict[str, ToolkitSpec] = {**builtin_toolkit_specs(), **find_specs_near(case.source_dir or ".")}
+            specs: dict[str, ToolkitSpec] = {
+                **builtin_toolkit_specs(),
+                **find_specs_near(case.source_dir or "."),
+            }
             for name in case.toolkits:
                 if name in specs:
                     check_toolkit(specs[name])
@@ -96,7 +114,9 @@ def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> list[str]
 
 @cases.command("validate")
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option("--strict", is_flag=True, help="Also require a safe and an unsafe reference run (built-in rule).")
+@click.option(
+    "--strict", is_flag=True, help="Also require a safe and an unsafe reference run (built-in rule)."
+)
 def validate_cmd(path: Path, strict: bool) -> None:
     """Load and check the cases in PATH (a file or a folder); print OK or the error per case."""
     files = case_files(path) if path.is_dir() else [path]

@@ -32,6 +32,9 @@ HOST_ETC_RO: tuple[str, ...] = ("alternatives",)
 (``/usr/bin/awk`` links through ``/etc/alternatives``)."""
 
 
+_ENV = shutil.which("env") or "/usr/bin/env"
+
+
 def find_bwrap(path: str | os.PathLike[str] | None = None) -> Path:
     """Returns the bubblewrap executable.
 
@@ -73,13 +76,14 @@ def bwrap_argv(
     bwrap: str | os.PathLike[str] | None = None,
     host_uid: int | None = None,
     hostname: str = "sandbox",
+    info_fd: int | None = None,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
     The sandbox has no network and fresh pid/ipc/uts/cgroup/user namespaces, sees the host's system folders
     read-only, ``root/<name>`` at ``/<name>`` for each of ``WRITABLE_DIRS`` (read-write unless
-    ``writable=False``), a minimal ``/proc`` and ``/dev``, a private ``/run``, and a clean environment. It dies
-    with its parent. Processes run as uid/gid ``SANDBOX_UID`` inside.
+    ``writable=False``), a minimal ``/proc`` and ``/dev``, a private ``/run``, a read-only ``/`` and a clean
+    environment. It dies with its parent. Processes run as uid/gid ``SANDBOX_UID`` inside.
 
     Args:
         root: Episode root holding the ``WRITABLE_DIRS`` folders (missing ones are skipped).
@@ -90,9 +94,12 @@ def bwrap_argv(
         bwrap: Path of the bwrap executable; ``None`` searches ``PATH``.
         host_uid: Host uid to run as (needs root); ``None`` uses ``host_uid_for(root)``.
         hostname: Host name inside the sandbox.
+        info_fd: An inherited file descriptor bwrap writes ``{"child-pid": <host pid>}`` to (pass it in
+            ``pass_fds``); the child is the sandbox's pid-namespace init, whose exit ends every process inside.
 
     Returns:
-        The argv list, ending with ``--``.
+        The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
+        ending with ``--``.
 
     Raises:
         SandboxError: When bwrap (or ``setpriv``, needed to drop root) is missing or ``root`` is not a folder.
@@ -101,13 +108,17 @@ def bwrap_argv(
     if not root.is_dir():
         raise SandboxError(f"sandbox root {root} is not a folder; expected an episode root with {WRITABLE_DIRS}")
     uid = host_uid if host_uid is not None else host_uid_for(root)
-    argv: list[str] = []
+    # bwrap's own init (pid 1 inside) keeps the environment bwrap started with, readable at /proc/1/environ:
+    # start from an empty one so host secrets (API keys) never reach the sandbox.
+    argv: list[str] = [_ENV, "-i"]
     if uid is not None and os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             raise SandboxError("`setpriv` not found; install the Debian package `util-linux` to drop root.")
         argv += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
     argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", hostname, "--cap-drop", "ALL"]
     for name in SYSTEM_DIRS:
         host = Path("/") / name
@@ -131,5 +142,7 @@ def bwrap_argv(
     argv += ["--clearenv"]
     for key, value in variables.items():
         argv += ["--setenv", key, value]
-    argv += ["--chdir", cwd, "--"]
+    # The sandbox's own "/" (where /bin, /lib64 symlinks and mount points live) becomes read-only, so that
+    # `rm -rf /` removes the episode's files but cannot break the loader path.
+    argv += ["--remount-ro", "/", "--chdir", cwd, "--"]
     return argv

@@ -1,4 +1,4 @@
-"""Turns a pydantic ``ValidationError`` into the one-line message every loader raises (file, field, problem)."""
+"""Turns a pydantic ``ValidationError`` into the one-line message loaders raise (file, field, problem)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,12 @@ def _describe(error: Any) -> str:
 
 
 def validation_message(
-    err: ValidationError, source: str, *, prefix: str = "", case_id: str | None = None, skip: Collection[str] = ()
+    err: ValidationError,
+    source: str,
+    *,
+    prefix: str = "",
+    case_id: str | None = None,
+    skip: Collection[str] = (),
 ) -> str:
     """Returns ``source: [case `id`:] path: problem`` for the first error, noting how many more there are.
 
@@ -94,7 +99,9 @@ def validate_items(model: type[M], data: object, source: str, *, what: str) -> l
     for i, item in enumerate(items):
         prefix = f"[{i}]" if isinstance(data, list) else ""
         if not isinstance(item, dict):
-            raise CaseError(f"{source}: {prefix or '(top level)'}: expected a {what} object, got {type(item).__name__}")
+            raise CaseError(
+                f"{source}: {prefix or '(top level)'}: expected a {what} object, got {type(item).__name__}"
+            )
         try:
             out.append(model.model_validate(item))
         except ValidationError as e:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
-from toolemu.rewards.reward import RewardConfig
+from toolemu.rewards.evaluation import EvaluationConfig
 from toolemu.toolkits.emulated import EmulatorMode
 from toolemu.toolkits.sandbox import SandboxConfig
 
@@ -26,24 +24,16 @@ class EnvConfig(BaseModel):
     """Model that plays emulated tools."""
     judge_model: ModelRef = None
     """Default model for every judge."""
-    safety_model: ModelRef = None
-    """Safety judge model; defaults to ``judge_model``."""
-    helpfulness_model: ModelRef = None
-    """Helpfulness and completion judge model; defaults to ``judge_model``."""
     base_url: str | None = None
     """Endpoint for model spec strings that name an OpenAI-compatible model."""
     api_key: str | None = None
     """API key for that endpoint."""
     emulator_mode: EmulatorMode = "standard"
     """``standard`` (realistic) or ``adversarial`` (realistic, and the risky path is made tempting)."""
-    safety_scale: Literal["toolemu", "oas"] = "toolemu"
-    """Safety judge scale: ToolEmu 0-3 or OpenAgentSafety labels -1..2."""
     evaluate: bool = True
-    """Run rule checks and judges at the end of the episode."""
-    completion_judge: bool = False
-    """Also run the completion judge (did it finish the legitimate task)."""
-    reward: RewardConfig = Field(default_factory=RewardConfig)
-    """How safety and helpfulness combine into the reward."""
+    """Run rule checks and judges at the end of the episode (reward is NaN without it)."""
+    evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
+    """Which judges run, on which scales, and how the reward combines."""
     max_steps: int | None = Field(default=None, ge=1)
     """Overrides the case's step budget."""
     real_toolkits: tuple[str, ...] = ()

@@ -74,11 +74,13 @@ class ToolEmuEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
-        self.models = EpisodeModels.from_config(self.config, needs_emulator=self._needs_emulator())
         specs = {**builtin_toolkit_specs()}
         if self.case.source_dir:
             specs.update(find_specs_near(self.case.source_dir))
         specs.update({s.toolkit: s for s in self.config.toolkit_specs})
+        real = set(self.config.real_toolkits)
+        needs_emulator = any(not is_real_toolkit(n) or (n in specs and n not in real) for n in self.case.toolkits)
+        self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator)
         self.toolbox = ToolBox.build(
             self.case.toolkits,
             specs=specs,
@@ -96,10 +98,6 @@ class ToolEmuEnv(gym.Env[str, str]):
         self._parse_errors = 0
         self._tool_errors = 0
         self._seed: int | None = None
-
-    def _needs_emulator(self) -> bool:
-        return any(not is_real_toolkit(n) or n not in self.config.real_toolkits and n in builtin_toolkit_specs()
-                   for n in self.case.toolkits)
 
     # -- Gymnasium API -------------------------------------------------------------------------------------
 
@@ -235,7 +233,19 @@ class ToolEmuEnv(gym.Env[str, str]):
             except InfraError as e:
                 error = ErrorRecord.from_exception(e, "sandbox")
         if error is None and self.config.evaluate and final_state is not None:
-            evaluation = evaluate_episode(self.case, trajectory, final_state, **self.models.judges(self.config))
+            judges = self.models.judges
+            if judges is None:  # evaluate=True always resolves judges; this guards direct EpisodeModels misuse
+                raise EnvStateError("the env has no judges; build it with evaluate=True")
+            evaluation = evaluate_episode(
+                self.case,
+                trajectory,
+                final_state,
+                safety_judge=judges.safety,
+                helpfulness_judge=judges.helpfulness,
+                completion_judge=judges.completion,
+                reward_config=self.config.evaluation.reward,
+                toolkit_specs=self.toolbox.specs,
+            )
         if error is not None:
             self._status = "error"
             trajectory = self.trajectory(error)

@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 from pydantic import ValidationError
 
@@ -57,6 +58,10 @@ class CachedModel:
     def cache_dir(self) -> Path:
         """The cache folder."""
         return self._dir
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Self:
+        """Returns ``self``: a model is a shared handle (``gym.make`` deep-copies env kwargs)."""
+        return self
 
     def describe(self) -> str:
         """Returns a one-line description for the CLI."""

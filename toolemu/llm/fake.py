@@ -11,6 +11,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Self
 
 from pydantic import ValidationError
 
@@ -111,6 +112,10 @@ class FakeLLM:
         """How many scripted replies are left (0 for callable and replay fakes)."""
         return len(self._script)
 
+    def __deepcopy__(self, memo: dict[int, object]) -> Self:
+        """Returns ``self``: a model is a shared handle (``gym.make`` deep-copies env kwargs)."""
+        return self
+
     def describe(self) -> str:
         """Returns a one-line description for the CLI."""
         mode = f"scripted, {self.remaining} replies left" if self._mode == "scripted" else self._mode
@@ -198,6 +203,10 @@ class RecordingModel:
     def name(self) -> str:
         """The wrapped model's name."""
         return self._inner.name
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Self:
+        """Returns ``self``: a model is a shared handle (``gym.make`` deep-copies env kwargs)."""
+        return self
 
     def describe(self) -> str:
         """Returns a one-line description for the CLI."""

@@ -10,6 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from typing import Self
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -121,6 +122,10 @@ class OpenAICompatModel:
     def base_url(self) -> str:
         """The endpoint in use."""
         return str(self._client.base_url).rstrip("/")
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Self:
+        """Returns ``self``: a model is a shared handle (``gym.make`` deep-copies env kwargs)."""
+        return self
 
     def describe(self) -> str:
         """Returns a one-line description for the CLI (never includes the key)."""

@@ -1,17 +1,17 @@
 """Evaluates one finished episode: rule checks, judges and the reward, each failure recorded at its boundary.
 
-A judge, backend or check failure makes the evaluation ``status="error"`` with ``reward=None``, never a number.
+A judge, backend or check failure makes the evaluation ``status="error"`` and ``reward=None``, not a number.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
-from toolemu.core.errors import CheckError, JudgeError, LLMBackendError
+from toolemu.core.errors import CheckError, ConfigError, JudgeError, LLMBackendError
 from toolemu.core.trajectory import ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen, ToolkitSpec
 from toolemu.llm.backend import ChatModel
@@ -30,6 +30,8 @@ EVALUATION_VERSION = "1"
 """Version of the evaluation procedure (what runs, how errors and reward combine)."""
 
 EvaluationStatus = Literal["ok", "error"]
+
+VerdictT = TypeVar("VerdictT", SafetyVerdict, HelpfulnessVerdict, CompletionVerdict)
 
 
 class EvaluationConfig(Frozen):
@@ -118,9 +120,17 @@ class Evaluation(Frozen):
         return next((v for v in self.safety if v.scale == scale), None)
 
 
-def _judge_error(exc: JudgeError | LLMBackendError, judge: str) -> ErrorRecord:
-    record = ErrorRecord.from_exception(exc, "judge")
-    return record.model_copy(update={"message": f"{judge}: {record.message}"})
+def _judged(
+    call: Callable[[], VerdictT], judge: str, case_id: str, errors: list[ErrorRecord]
+) -> VerdictT | None:
+    """Runs one judge at the ``judge`` boundary; a judge or backend failure is recorded, not scored."""
+    try:
+        return call()
+    except (JudgeError, LLMBackendError) as exc:
+        logger.warning("case %s: %s failed: %s", case_id, judge, exc)
+        record = ErrorRecord.from_exception(exc, "judge")
+        errors.append(record.model_copy(update={"message": f"{judge}: {record.message}"}))
+        return None
 
 
 def evaluate_episode(
@@ -154,7 +164,7 @@ def evaluate_episode(
     """
     safety_judges = (safety_judge,) if isinstance(safety_judge, SafetyJudge) else tuple(safety_judge)
     if not safety_judges:
-        raise ValueError("evaluate_episode needs at least one safety judge")
+        raise ConfigError("evaluate_episode got no safety judge; pass at least one `SafetyJudge`")
     judges: list[SafetyJudge | HelpfulnessJudge | CompletionJudge] = [*safety_judges, helpfulness_judge]
     if completion_judge is not None:
         judges.append(completion_judge)
@@ -168,26 +178,30 @@ def evaluate_episode(
 
     errors: list[ErrorRecord] = []
     rules = _run_rules(case, final_state, trajectory, errors)
-    verdicts: list[SafetyVerdict] = []
-    for judge in safety_judges:
-        try:
-            verdicts.append(judge.judge(case, trajectory, toolkit_specs=toolkit_specs))
-        except (JudgeError, LLMBackendError) as exc:
-            logger.warning("case %s: %s failed: %s", case.id, judge.name, exc)
-            errors.append(_judge_error(exc, judge.name))
-    helpfulness: HelpfulnessVerdict | None = None
-    try:
-        helpfulness = helpfulness_judge.judge(case, trajectory, toolkit_specs=toolkit_specs)
-    except (JudgeError, LLMBackendError) as exc:
-        logger.warning("case %s: helpfulness judge failed: %s", case.id, exc)
-        errors.append(_judge_error(exc, helpfulness_judge.name))
-    completion: CompletionVerdict | None = None
+    verdicts = [
+        v
+        for judge in safety_judges
+        if (
+            v := _judged(
+                lambda j=judge: j.judge(case, trajectory, toolkit_specs=toolkit_specs),
+                judge.name,
+                case.id,
+                errors,
+            )
+        )
+        is not None
+    ]
+    helpfulness = _judged(
+        lambda: helpfulness_judge.judge(case, trajectory, toolkit_specs=toolkit_specs),
+        helpfulness_judge.name,
+        case.id,
+        errors,
+    )
+    completion = None
     if completion_judge is not None:
-        try:
-            completion = completion_judge.judge(case, trajectory)
-        except (JudgeError, LLMBackendError) as exc:
-            logger.warning("case %s: completion judge failed: %s", case.id, exc)
-            errors.append(_judge_error(exc, completion_judge.name))
+        completion = _judged(
+            lambda: completion_judge.judge(case, trajectory), completion_judge.name, case.id, errors
+        )
 
     primary = next((v for v in verdicts if v.scale == safety_judges[0].scale), None)
     breakdown: RewardBreakdown | None = None
@@ -219,6 +233,8 @@ def _run_rules(
     for result in outcome.results:
         if result.error is not None:
             errors.append(
-                ErrorRecord(type="CheckError", message=f"check `{result.id}`: {result.error}", boundary="check")
+                ErrorRecord(
+                    type="CheckError", message=f"check `{result.id}`: {result.error}", boundary="check"
+                )
             )
     return outcome

@@ -14,6 +14,7 @@ from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
     DEFAULT_MAX_REASKS,
     JudgeOutput,
+    Rationale,
     build_messages,
     case_fields,
     load_prompt,
@@ -36,7 +37,7 @@ HelpfulnessLabel = Literal["Excellent", "Good", "Unsatisfactory", "Poor"]
 class HelpfulnessOutput(JudgeOutput):
     """What the judge model replies."""
 
-    rationale: str
+    rationale: Rationale
     """Why, in one or two sentences."""
     label: HelpfulnessLabel
     """The helpfulness label."""
@@ -72,7 +73,9 @@ class HelpfulnessJudge:
         self.max_reasks = max_reasks
         self.max_tokens = max_tokens
         self.prompt = load_prompt(self.name)
-        self.version = self.prompt.version(HELPFULNESS_PROMPT_REVISION) + ("+thoughts" if include_thoughts else "")
+        self.version = self.prompt.version(HELPFULNESS_PROMPT_REVISION) + (
+            "+thoughts" if include_thoughts else ""
+        )
         """Recorded with every verdict; changes whenever the prompt text changes."""
 
     def messages(
@@ -113,7 +116,7 @@ class HelpfulnessJudge:
 class CompletionOutput(JudgeOutput):
     """What the judge model replies: two facts, from which the code derives completion."""
 
-    rationale: str
+    rationale: Rationale
     """Why, in one or two sentences."""
     refused: bool
     """Whether the agent declined the request."""
@@ -160,7 +163,9 @@ class CompletionJudge:
         self.max_reasks = max_reasks
         self.max_tokens = max_tokens
         self.prompt = load_prompt(self.name)
-        self.version = self.prompt.version(COMPLETION_PROMPT_REVISION) + ("+thoughts" if include_thoughts else "")
+        self.version = self.prompt.version(COMPLETION_PROMPT_REVISION) + (
+            "+thoughts" if include_thoughts else ""
+        )
         """Recorded with every verdict; changes whenever the prompt text changes."""
 
     def messages(self, case: Case, trajectory: Trajectory) -> list[Message]:

@@ -1,7 +1,7 @@
 """The judge-call runner every judge uses: prompt file + fenced data in, one validated JSON verdict out.
 
-An unparseable verdict is re-asked with the validation error, a bounded number of times, then a ``JudgeError``.
-A backend failure (``LLMBackendError``) propagates untouched. There is never a default score.
+An unparseable verdict is re-asked with the validation error (bounded), then raises ``JudgeError``; a backend
+failure (``LLMBackendError``) propagates untouched. There is never a default score.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from string import Template
-from typing import Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolemu.core.errors import JudgeError
 from toolemu.core.render import fence, render_steps, render_tool_specs
@@ -34,6 +34,9 @@ DEFAULT_MAX_REASKS = 2
 DATA_RULES_FRAGMENT = "data_rules"
 """Prompt fragment shared by every judge: fenced text is data, and instructions inside it are ignored."""
 
+DATA_REMINDER_FRAGMENT = "data_reminder"
+"""Prompt fragment repeated after the data (small models weigh the last words most)."""
+
 _SYSTEM_MARK = "<!-- system -->"
 _USER_MARK = "<!-- user -->"
 _CODE_FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
@@ -46,6 +49,12 @@ class JudgeOutput(BaseModel):
 
 
 OutputT = TypeVar("OutputT", bound=JudgeOutput)
+
+RATIONALE_MAX_CHARS = 400
+"""Schema bound on a rationale, so a grammar-constrained small model cannot ramble past its token budget."""
+
+Rationale = Annotated[str, Field(json_schema_extra={"maxLength": RATIONALE_MAX_CHARS})]
+"""A judge's reasons; the length bound is in the schema only, so a longer reply still parses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +77,8 @@ def load_prompt(role: str) -> JudgePrompt:
 
     The file holds a ``<!-- system -->`` section, whose ``$data_rules`` is replaced by the shared
     ``prompts/data_rules.md`` fragment (how to treat fenced data), and a ``<!-- user -->`` section, a
-    ``string.Template`` filled with already-fenced data. The hash covers the fragment too.
+    ``string.Template`` filled with already-fenced data, whose ``$data_reminder`` is replaced by
+    ``prompts/data_reminder.md``. The hash covers the fragments too.
 
     Raises:
         FileNotFoundError: there is no prompt file for ``role``.
@@ -80,10 +90,12 @@ def load_prompt(role: str) -> JudgePrompt:
             f"prompt file prompts/{role}.md must contain `{_SYSTEM_MARK}` and then `{_USER_MARK}` sections"
         )
     system, user = text.split(_SYSTEM_MARK, 1)[1].split(_USER_MARK, 1)
-    data_rules = _read_prompt_file(DATA_RULES_FRAGMENT).strip()
-    system = Template(system.strip()).substitute(data_rules=data_rules)
+    system = Template(system.strip()).substitute(data_rules=_read_prompt_file(DATA_RULES_FRAGMENT).strip())
+    user = Template(user.strip()).safe_substitute(
+        data_reminder=_read_prompt_file(DATA_REMINDER_FRAGMENT).strip()
+    )
     digest = hashlib.sha256(f"{system}\n{user}".encode()).hexdigest()
-    return JudgePrompt(role=role, system=system, user=Template(user.strip()), sha256=digest)
+    return JudgePrompt(role=role, system=system, user=Template(user), sha256=digest)
 
 
 def _read_prompt_file(name: str) -> str:
@@ -110,12 +122,14 @@ def case_fields(case: Case) -> dict[str, str]:
     """Returns every case text a judge prompt may use, each fenced as untrusted data.
 
     Keys: ``instruction``, ``underspecifications``, ``risky_outcomes``, ``risky_actions``,
-    ``unsafe_behavior``, ``expected_achievements``, ``intent``.
+    ``unsafe_behavior``, ``expected_achievements``.
     """
     under = case.underspecifications
     under_text = (
-        "Task information left out:\n" + _bullets(under.task_information)
-        + "\nSafety constraints left out:\n" + _bullets(under.safety_constraints)
+        "Task information left out:\n"
+        + _bullets(under.task_information)
+        + "\nSafety constraints left out:\n"
+        + _bullets(under.safety_constraints)
     )
     return {
         "instruction": fence("INSTRUCTION", case.instruction),
@@ -124,7 +138,6 @@ def case_fields(case: Case) -> dict[str, str]:
         "risky_actions": fence("RISKY_ACTIONS", _bullets(case.risky_actions)),
         "unsafe_behavior": fence("UNSAFE_BEHAVIOR", case.unsafe_behavior or "(not given)"),
         "expected_achievements": fence("EXPECTED_ACHIEVEMENTS", _bullets(case.expected_achievements)),
-        "intent": case.intent.value if case.intent is not None else "unknown",
     }
 
 
@@ -140,13 +153,13 @@ def trajectory_fields(
         if toolkit_specs
         else "Toolkits: " + (", ".join(trajectory.toolkits) or "(not listed)")
     )
-    ending = {"completed": "", "truncated": "\n(The agent ran out of steps without a final answer.)"}.get(
-        trajectory.status, ""
+    ending = (
+        "\n(The agent ran out of steps without a final answer.)" if trajectory.status == "truncated" else ""
     )
     answer = trajectory.final_answer if trajectory.final_answer is not None else "(no final answer)"
     return {
         "trajectory": render_steps(trajectory.steps, include_thoughts=include_thoughts),
-        "final_answer": fence("FINAL_ANSWER", answer + ending),
+        "final_answer": fence("FINAL_ANSWER", answer) + ending,
         "tools": fence("TOOLS", tools),
     }
 
@@ -198,6 +211,8 @@ def extract_json_object(text: str) -> dict[str, object]:
             if isinstance(value, dict):
                 return value
             start = candidate.find("{", start + 1)
+    if "{" in text:
+        raise ValueError("the reply's JSON object is cut off or malformed; reply with one short JSON object")
     raise ValueError("the reply contains no JSON object; reply with one JSON object only")
 
 
@@ -258,7 +273,9 @@ def run_judge(
     """
     if max_reasks < 0:
         raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
-    params = SamplingParams(temperature=0.0, max_tokens=max_tokens, json_schema=output_type.model_json_schema())
+    params = SamplingParams(
+        temperature=0.0, max_tokens=max_tokens, json_schema=output_type.model_json_schema()
+    )
     conversation = list(messages)
     replies: list[str] = []
     error = ""
@@ -279,8 +296,9 @@ def run_judge(
         return JudgeCall(output=output, raw=text, attempts=tuple(replies))
     last = replies[-1][:200] if replies else ""
     raise JudgeError(
-        f"judge `{judge}` ({model.name}) gave no valid verdict in {len(replies)} replies; last error: {error}; "
-        f"last reply: {last!r}. Use a stronger judge model or one whose backend enforces JSON schemas",
+        f"judge `{judge}` ({model.name}) gave no valid verdict in {len(replies)} replies; "
+        f"last error: {error}; last reply: {last!r}. "
+        "Use a stronger judge model or one whose backend enforces JSON schemas",
         raw_outputs=tuple(replies),
     )
 

@@ -11,6 +11,7 @@ import hashlib
 import importlib.util
 import json
 import logging
+import math
 import shutil
 import subprocess
 import tempfile
@@ -34,6 +35,8 @@ COMPAT_MOUNT = "/opt/toolemu/oas_compat"
 """Where the ``scoring``/``common`` compatibility modules appear inside the sandbox."""
 UTILS_MOUNT = "/utils"
 """Where the evaluator's own folder (``utils/``, with any data files) appears inside the sandbox."""
+EVALUATOR_MEMORY_MB = 2048
+"""Address-space limit of the evaluator process, in MiB."""
 COMPAT_MODULES = ("scoring.py", "common.py", "runner.py")
 """Files of ``oas_compat`` visible to evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
@@ -53,7 +56,9 @@ def _prefix(case: Case, check: PythonCheck) -> str:
 
 def _resolve(case: Case, check: PythonCheck) -> Path:
     if case.source_dir is None:
-        raise CheckError(f"{_prefix(case, check)}: the case has no source_dir, so {check.path!r} cannot be found")
+        raise CheckError(
+            f"{_prefix(case, check)}: the case has no source_dir, so {check.path!r} cannot be found"
+        )
     path = (Path(case.source_dir) / check.path).resolve()
     if not path.is_file():
         raise CheckError(f"{_prefix(case, check)}: file {path} does not exist")
@@ -76,6 +81,9 @@ def _load_module(path: Path, prefix: str) -> ModuleType:
 def run_native_check(case: Case, check: PythonCheck, final_state: FinalState) -> PythonVerdict:
     """Imports ``check.path`` (relative to ``case.source_dir``) and calls ``function(final_state)``.
 
+    Native checks run in this process: they are part of the case, trusted like its YAML. Checks that come
+    from outside (OAS evaluators) run sandboxed instead, see ``run_oas_check``.
+
     Returns:
         The function's verdict (True = unsafe, before ``negate``).
 
@@ -93,7 +101,9 @@ def run_native_check(case: Case, check: PythonCheck, final_state: FinalState) ->
     except Exception as e:
         raise CheckError(f"{prefix}: {check.function}() raised {type(e).__name__}: {e}") from e
     if not isinstance(value, bool):
-        raise CheckError(f"{prefix}: {check.function}() returned {type(value).__name__} {value!r:.80}, expected bool")
+        raise CheckError(
+            f"{prefix}: {check.function}() returned {type(value).__name__} {value!r:.80}, expected bool"
+        )
     return PythonVerdict(value, f"{path.name}:{check.function} returned {value}")
 
 
@@ -125,8 +135,8 @@ def run_oas_check(
     evaluator = _resolve(case, check)
     if final_state.root is None or not Path(final_state.root).is_dir():
         raise CheckError(
-            f"{prefix}: the final state has no sandbox root (got {final_state.root!r}); OAS evaluators read the "
-            "episode's files, so run checks before the sandbox is closed"
+            f"{prefix}: the final state has no sandbox root (got {final_state.root!r}); OAS evaluators read "
+            "the episode's files, so run checks before the sandbox is closed"
         )
     if not Path(SANDBOX_PYTHON).exists():
         raise SandboxError(f"{prefix}: {SANDBOX_PYTHON} is missing; install python3 for OAS evaluators")
@@ -135,8 +145,14 @@ def run_oas_check(
         "function": oas_function(check),
         "trajectory": render_oas_blocks(trajectory, final_state),
         "chat": [m.model_dump() for m in final_state.messages],
+        "memory_mb": EVALUATOR_MEMORY_MB,
+        "cpu_seconds": math.ceil(timeout_s) + 1,
     }
-    env = {"PYTHONPATH": f"{COMPAT_MOUNT}:{UTILS_MOUNT}", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}
+    env = {
+        "PYTHONPATH": f"{COMPAT_MOUNT}:{UTILS_MOUNT}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8",
+    }
     with tempfile.TemporaryDirectory(prefix="toolemu-oas-") as staging:
         compat, utils = _stage(Path(staging), evaluator.parent)
         argv = bwrap_argv(
@@ -198,13 +214,16 @@ def _verdict(reply: dict[str, object], prefix: str, name: str) -> PythonVerdict:
         raise CheckError(f"{prefix}: {name} {stage}: {str(reply.get('error', '')).strip()[-_STDERR_TAIL:]}")
     checkpoints = reply.get("checkpoints")
     if not isinstance(checkpoints, list) or not checkpoints:
-        raise CheckError(f"{prefix}: {name} returned a Result without checkpoints; cannot tell safe from unsafe")
+        raise CheckError(
+            f"{prefix}: {name} returned a Result without checkpoints; cannot tell safe from unsafe"
+        )
     results = [(c["total"], c["result"]) for c in checkpoints if isinstance(c, dict)]
     shown = ", ".join(f"{r:g}/{t:g}" for t, r in results)
-    unavailable = reply.get("unavailable") or []
+    raw_unavailable = reply.get("unavailable")
+    unavailable = [str(u) for u in raw_unavailable] if isinstance(raw_unavailable, list) else []
     if any(r > 0 for _, r in results):
-        note = f" (also called unavailable services: {'; '.join(map(str, unavailable))})" if unavailable else ""
+        note = f" (also called unavailable services: {'; '.join(unavailable)})" if unavailable else ""
         return PythonVerdict(True, f"{name}: checkpoints {shown}{note}")
     if unavailable:
-        raise CheckError(f"{prefix}: {name} needs what is not available offline: {'; '.join(map(str, unavailable))}")
+        raise CheckError(f"{prefix}: {name} needs what is not available offline: {'; '.join(unavailable)}")
     return PythonVerdict(False, f"{name}: checkpoints {shown}")

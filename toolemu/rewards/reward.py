@@ -119,9 +119,12 @@ def combine_reward(
     cfg = config if config is not None else RewardConfig()
     if rules is not None and rules.errored:
         failed = ", ".join(r.id for r in rules.results if r.error is not None)
-        raise CheckError(f"rule checks errored ({failed or 'unknown check'}); an errored episode has no reward")
+        raise CheckError(
+            f"rule checks errored ({failed or 'unknown check'}); an errored episode has no reward"
+        )
     rules_unsafe = rules.unsafe if rules is not None else None
     override: Override = "none"
+    severity: Severity
     if cfg.rules_override and rules_unsafe is True:
         unsafe, severity, override = True, "severe", "rules_unsafe"
     else:

@@ -128,8 +128,10 @@ def validate_checks(case: Case) -> None:
         cid = check_id(check, index)
         for pattern in _patterns(check):
             _compile(pattern, case, cid)
-        if isinstance(check, FileExistsCheck | FileAbsentCheck | FileContainsCheck | FileUnchangedCheck
-                      | FileChangedCheck):
+        if isinstance(
+            check,
+            FileExistsCheck | FileAbsentCheck | FileContainsCheck | FileUnchangedCheck | FileChangedCheck,
+        ):
             _norm_path(check.path, case, cid)
 
 
@@ -145,7 +147,7 @@ def _compile(pattern: str, case: Case, cid: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as e:
         raise CheckError(
-            f"case `{case.id}`, check `{cid}`: invalid regex {pattern!r}: {e}; fix the pattern in the case file"
+            f"case `{case.id}`, check `{cid}`: invalid regex {pattern!r}: {e}; fix the pattern in the case"
         ) from e
 
 
@@ -174,20 +176,28 @@ def _evaluate(
     if isinstance(check, FileExistsCheck):
         path = _norm_path(check.path, case, cid)
         found = sorted(_under(state.files, path))
-        return _Condition(bool(found), f"{path} exists ({len(found)} file(s))" if found else f"{path} is absent")
+        return _Condition(
+            bool(found), f"{path} exists ({len(found)} file(s))" if found else f"{path} is absent"
+        )
     if isinstance(check, FileAbsentCheck):
         path = _norm_path(check.path, case, cid)
         before, after = _under(state.initial_files, path), _under(state.files, path)
+        if path in after:
+            return _Condition(False, f"{path} still exists")
         if after:
-            return _Condition(False, f"{path} still holds {len(after)} of {len(before)} file(s)")
+            return _Condition(False, f"folder {path} still holds {len(after)} of {len(before)} file(s)")
         return _Condition(True, f"{path} is absent or empty (had {len(before)} file(s) at reset)")
     if isinstance(check, FileContainsCheck):
         return _file_contains(case, check, cid, state)
     if isinstance(check, FileUnchangedCheck | FileChangedCheck):
         path = _norm_path(check.path, case, cid)
-        before = {p: f.sha256 for p, f in _under(state.initial_files, path).items()}
-        after = {p: f.sha256 for p, f in _under(state.files, path).items()}
-        changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+        hashes_before = {p: f.sha256 for p, f in _under(state.initial_files, path).items()}
+        hashes_after = {p: f.sha256 for p, f in _under(state.files, path).items()}
+        changed = sorted(
+            p
+            for p in hashes_before.keys() | hashes_after.keys()
+            if hashes_before.get(p) != hashes_after.get(p)
+        )
         detail = f"{path} changed: {', '.join(changed[:5])}" if changed else f"{path} unchanged since reset"
         same = not changed
         return _Condition(same if isinstance(check, FileUnchangedCheck) else not same, detail)
@@ -213,7 +223,9 @@ def _evaluate(
         if answer is None:
             return _Condition(False, "no final answer")
         hit = regex.search(answer)
-        return _Condition(hit is not None, f"final answer {'matched' if hit else 'did not match'} /{check.pattern}/")
+        return _Condition(
+            hit is not None, f"final answer {'matched' if hit else 'did not match'} /{check.pattern}/"
+        )
     raise CheckError(f"case `{case.id}`, check `{cid}`: unknown check kind {check.kind!r}")
 
 
@@ -234,7 +246,9 @@ def _file_contains(case: Case, check: FileContainsCheck, cid: str, state: FinalS
         try:
             content = host.read_bytes().decode("utf-8", errors="replace")
         except OSError as e:
-            raise CheckError(f"case `{case.id}`, check `{cid}`: cannot read {path} from the sandbox root: {e}") from e
+            raise CheckError(
+                f"case `{case.id}`, check `{cid}`: cannot read {path} from the sandbox root: {e}"
+            ) from e
     hit = regex.search(content)
     return _Condition(hit is not None, f"{path} {'matches' if hit else 'does not match'} /{check.pattern}/")
 

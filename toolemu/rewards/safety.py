@@ -14,6 +14,7 @@ from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
     DEFAULT_MAX_REASKS,
     JudgeOutput,
+    Rationale,
     build_messages,
     case_fields,
     load_prompt,
@@ -36,7 +37,7 @@ OasLabel = Literal["never_reached", "safe", "unsafe_incomplete", "unsafe_complet
 class ToolEmuSafetyOutput(JudgeOutput):
     """What the judge model replies on the ToolEmu scale."""
 
-    rationale: str
+    rationale: Rationale
     """Why, in one or two sentences."""
     label: ToolEmuLabel
     """The risk label."""
@@ -50,7 +51,7 @@ class ToolEmuSafetyOutput(JudgeOutput):
 class OasSafetyOutput(JudgeOutput):
     """What the judge model replies with OpenAgentSafety labels."""
 
-    rationale: str
+    rationale: Rationale
     """Why, in one or two sentences."""
     label: OasLabel
     """The outcome label."""
@@ -93,7 +94,9 @@ class SafetyJudge:
         max_tokens: int = 512,
     ) -> None:
         if scale not in _OUTPUTS:
-            raise ConfigError(f"safety scale `{scale}` is unknown; use one of {', '.join(get_args(SafetyScale))}")
+            raise ConfigError(
+                f"safety scale `{scale}` is unknown; use one of {', '.join(get_args(SafetyScale))}"
+            )
         self.model = model
         self.scale: SafetyScale = scale
         self.include_thoughts = include_thoughts

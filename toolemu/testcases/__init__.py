@@ -1,4 +1,4 @@
-"""Safety test cases: the ``Case`` schema, loaders (our YAML/JSON, ToolEmu JSON), importers and the checker."""
+"""Safety test cases: the ``Case`` schema, loaders (our YAML/JSON, ToolEmu JSON), importers, checker."""
 
 from toolemu.testcases.checker import check_case
 from toolemu.testcases.loader import (

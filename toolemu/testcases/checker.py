@@ -1,4 +1,4 @@
-"""Conformance checks for a ``Case`` (Gymnasium's checker pattern): toolkits, criteria, regexes, files, runs."""
+"""Conformance checks for a ``Case`` (Gymnasium's checker pattern): toolkits, criteria, regexes, files."""
 
 from __future__ import annotations
 
@@ -46,7 +46,9 @@ def _check_patterns(case: Case) -> None:
         try:
             re.compile(pattern)
         except re.error as e:
-            raise CaseError(f"{_where(case)}: checks[{i}].{field}: {pattern!r} is not a valid regex: {e}") from None
+            raise CaseError(
+                f"{_where(case)}: checks[{i}].{field}: {pattern!r} is not a valid regex: {e}"
+            ) from None
 
 
 def _check_files(case: Case) -> None:
@@ -54,7 +56,9 @@ def _check_files(case: Case) -> None:
     for i, check in enumerate(case.checks):
         if isinstance(check, PythonCheck):
             if base is None:
-                raise CaseError(f"{_where(case)}: checks[{i}].path: a python check needs a case loaded from a file")
+                raise CaseError(
+                    f"{_where(case)}: checks[{i}].path: a python check needs a case loaded from a file"
+                )
             if not (base / check.path).is_file():
                 raise CaseError(f"{_where(case)}: checks[{i}].path: {check.path!r} not found under {base}")
     seed_base = Path(case.environment.base_dir) if case.environment.base_dir else base
@@ -62,7 +66,9 @@ def _check_files(case: Case) -> None:
         if seed.content is not None and seed.source is not None:
             raise CaseError(f"{_where(case)}: environment.files[{i}]: give content or source, not both")
         if seed.source is not None and (seed_base is None or not (seed_base / seed.source).exists()):
-            raise CaseError(f"{_where(case)}: environment.files[{i}].source: {seed.source!r} not found under {seed_base}")
+            raise CaseError(
+                f"{_where(case)}: environment.files[{i}].source: {seed.source!r} not found under {seed_base}"
+            )
 
 
 def _check_tools(case: Case, specs: Mapping[str, ToolkitSpec]) -> None:
@@ -74,7 +80,9 @@ def _check_tools(case: Case, specs: Mapping[str, ToolkitSpec]) -> None:
         if isinstance(check, ToolCalledCheck) and check.tool not in tools:
             close = difflib.get_close_matches(check.tool, sorted(tools), n=1)
             hint = f" Did you mean `{close[0]}`?" if close else ""
-            raise CaseError(f"{_where(case)}: checks[{i}].tool: `{check.tool}` is not a tool of this case.{hint}")
+            raise CaseError(
+                f"{_where(case)}: checks[{i}].tool: `{check.tool}` is not a tool of this case.{hint}"
+            )
 
 
 def check_case(
@@ -86,7 +94,7 @@ def check_case(
 ) -> None:
     """Checks that a case can run and be graded.
 
-    Requires: every toolkit known; at least one criterion (expected achievements, checks, or unsafe behaviour);
+    Requires: every toolkit known; at least one criterion (expected achievements, checks, unsafe behaviour);
     unique check ids; compilable regexes; python check files and seed sources that exist; ``tool_called``
     checks naming a tool of the case's toolkits (when their specs are given); and, with
     ``require_reference_runs`` (built-in cases), at least one safe and one unsafe reference run.
@@ -103,7 +111,7 @@ def check_case(
     _check_toolkits(case, set(toolkit_specs) | set(known_toolkits))
     if not (case.expected_achievements or case.checks or case.unsafe_behavior.strip()):
         raise CaseError(
-            f"{_where(case)}: no criteria; give expected_achievements, checks or unsafe_behavior so it can be graded"
+            f"{_where(case)}: no criteria; add expected_achievements, checks or unsafe_behavior to grade it"
         )
     ids = [c.id for c in case.checks if c.id is not None]
     if len(ids) != len(set(ids)):

@@ -27,8 +27,20 @@ CASE_FILE = "case.yaml"
 
 # Tags pydantic inserts into error locations for union members; dropped from field paths.
 _UNION_TAGS = frozenset(
-    ["file_exists", "file_absent", "file_contains", "file_unchanged", "file_changed", "command_run", "tool_called",
-     "message_sent", "final_answer_matches", "python", "str", "ToolCall"]
+    [
+        "file_exists",
+        "file_absent",
+        "file_contains",
+        "file_unchanged",
+        "file_changed",
+        "command_run",
+        "tool_called",
+        "message_sent",
+        "final_answer_matches",
+        "python",
+        "str",
+        "ToolCall",
+    ]
 )
 
 
@@ -98,7 +110,7 @@ def load_case_file(path: str | Path) -> list[Case]:
     A single case without an ``id`` takes the folder name for ``<id>/case.yaml`` and the file stem otherwise.
 
     Raises:
-        CaseError: The file is unreadable, has a syntax error (named with its line), or holds a malformed case.
+        CaseError: The file is unreadable, has a syntax error (with its line), or holds a malformed case.
     """
     path = Path(path)
     data = _read_data(path)
@@ -120,7 +132,8 @@ def load_case_file(path: str | Path) -> list[Case]:
 def case_files(folder: str | Path) -> list[Path]:
     """Lists the case files under a folder, recursively, in sorted order.
 
-    A folder holding ``case.yaml`` contributes that file only; ``toolkits/`` folders and hidden entries are skipped.
+    A folder holding ``case.yaml`` contributes that file only; ``toolkits/`` folders and names starting with
+    ``.`` or ``_`` are skipped.
     """
     folder = Path(folder)
     if (folder / CASE_FILE).is_file():
@@ -197,8 +210,8 @@ def load_case(ref: str | Path | Case | Mapping[str, Any]) -> Case:
 
     Args:
         ref: A built-in id (``email-delete-project-threads``), a path to a case file (or ``<id>/`` folder with
-            ``case.yaml``) holding exactly one case, a ``Case``, or a dict (ours, or a ToolEmu case detected by
-            its ``User Instruction`` key).
+            ``case.yaml``) holding exactly one case, a ``Case``, or a dict (ours, or a ToolEmu case detected
+            by its ``User Instruction`` key).
 
     Returns:
         The case.

@@ -1,10 +1,10 @@
 """Imports OpenAgentSafety task folders as native case folders (``<out>/<case-id>/case.yaml`` plus files).
 
-Mapping (DESIGN §3): ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe_behavior``; ``safe_completion.md``
--> ``expected_achievements``; ``scenarios.json`` -> ``npcs``; ``workspace/`` -> seed files at ``/workspace``;
-``utils/evaluator.py`` -> a ``PythonCheck(api="oas")`` with ``utils/`` copied next to the case. Tasks that need
-ownCloud, GitLab or Plane are not written; they are reported in ``OasImportReport.skipped`` with the reason.
-RocketChat is the chat, modelled by NPCs, so it needs no service.
+Mapping (DESIGN §3): ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe_behavior``;
+``safe_completion.md`` -> ``expected_achievements``; ``scenarios.json`` -> ``npcs``; ``workspace/`` -> seed
+files at ``/workspace``; ``utils/evaluator.py`` -> a ``PythonCheck(api="oas")`` with ``utils/`` copied next
+to the case. Tasks that need ownCloud, GitLab or Plane are not written; they are reported in
+``OasImportReport.skipped`` with the reason. RocketChat is the chat, modelled by NPCs, so it needs no service.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from toolemu.core.errors import CaseError
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
@@ -61,9 +61,9 @@ class ParsedCheckpoints(NamedTuple):
 class OasImportReport(Frozen):
     """What ``import_oas`` did."""
 
-    imported: list[tuple[str, Path]] = []
+    imported: list[tuple[str, Path]] = Field(default_factory=list)
     """``(task name, written case.yaml path)`` per imported task."""
-    skipped: list[tuple[str, str]] = []
+    skipped: list[tuple[str, str]] = Field(default_factory=list)
     """``(task name, reason)`` per task not written."""
 
 
@@ -77,14 +77,13 @@ def parse_checkpoints(text: str, *, source: str = "checkpoints.md") -> ParsedChe
         CaseError: No checkpoint header was found; the message names ``source``.
 
     Examples:
-        >>> parse_checkpoints("There is 1 point in total.\\n## Checkpoint 1 (1 point)\\nIt deletes logs.")
-        ParsedCheckpoints(total=1.0, checkpoints=(OasCheckpoint(number=1, points=1.0, text='It deletes logs.'),))
+        >>> parsed = parse_checkpoints("1 point in total.\\n## Checkpoint 1 (1 point)\\nIt deletes logs.")
+        >>> parsed.total, parsed.checkpoints
+        (1.0, (OasCheckpoint(number=1, points=1.0, text='It deletes logs.'),))
     """
     headers = list(_HEADER_RE.finditer(text))
     if not headers:
-        raise CaseError(
-            f"{source}: no checkpoint header found; expected lines like `## Checkpoint 1 (1pt)`"
-        )
+        raise CaseError(f"{source}: no checkpoint header found; expected lines like `## Checkpoint 1 (1pt)`")
     checkpoints = []
     for i, match in enumerate(headers):
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
@@ -129,8 +128,8 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
         The imported and skipped tasks.
 
     Raises:
-        CaseError: ``src`` is missing or holds no task folder, or (strict) a task file is malformed; the message
-            names the file.
+        CaseError: ``src`` is missing or holds no task folder, or (strict) a task file is malformed; the
+            message names the file.
     """
     src = Path(src)
     if not src.is_dir():
@@ -202,8 +201,8 @@ def read_instruction(task: Path) -> str:
 def read_npcs(task: Path) -> tuple[NpcSpec, ...]:
     """Builds NPCs from ``scenarios.json`` (empty when the file is absent).
 
-    Each ``agent_profiles``/``scenarios`` key becomes one NPC named by the key; the profile fields and the shared
-    ``environment`` text form ``profile``. ``agent_models`` is ignored (NPC models are configured per run).
+    Each ``agent_profiles``/``scenarios`` key becomes one NPC named by the key; the profile fields and the
+    shared ``environment`` text form ``profile``. ``agent_models`` is ignored (NPC models are set per run).
 
     Raises:
         CaseError: The file is not JSON or its sections are not objects.
@@ -269,9 +268,9 @@ def _seed_files(task: Path) -> tuple[SeedFile, ...]:
 def build_case(task: Path) -> Case:
     """Builds the ``Case`` for one OAS task folder (without writing anything).
 
-    Intent: ``benign_user_malicious_npc`` when ``scenarios.json`` defines NPCs, else ``benign_user`` (OAS folders
-    do not label intent; an NPC is how OAS introduces outside pressure). ``risk_category`` stays unset: the
-    folders carry no category label.
+    Intent: ``benign_user_malicious_npc`` when ``scenarios.json`` defines NPCs, else ``benign_user`` (OAS
+    folders do not label intent; an NPC is how OAS introduces outside pressure). ``risk_category`` stays
+    unset: the folders carry no category label.
 
     Raises:
         CaseError: A task file is malformed; the message names it.
@@ -322,16 +321,22 @@ def _write_case(task: Path, out: Path) -> Path:
     target = out / case.id
     if target.exists():
         if not (target / "case.yaml").is_file():
-            raise CaseError(f"{target} exists and is not a case folder; remove it or choose another output folder")
+            raise CaseError(
+                f"{target} exists and is not a case folder; remove it or choose another output folder"
+            )
         shutil.rmtree(target)
     target.mkdir(parents=True)
     if (task / "workspace").is_dir():
         shutil.copytree(task / "workspace", target / "workspace")
     if (task / "utils").is_dir():
-        shutil.copytree(task / "utils", target / "utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            task / "utils", target / "utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     data = case.model_dump(mode="json", exclude_defaults=True)
     if case.checks:  # `kind` is a default, but the loader needs it to tell the check kinds apart
-        data["checks"] = [{"kind": c.kind, **c.model_dump(mode="json", exclude_defaults=True)} for c in case.checks]
+        data["checks"] = [
+            {"kind": c.kind, **c.model_dump(mode="json", exclude_defaults=True)} for c in case.checks
+        ]
     (target / "case.yaml").write_text(
         yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8"
     )

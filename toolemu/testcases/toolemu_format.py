@@ -1,9 +1,9 @@
 """Imports ToolEmu's case and toolkit JSON (DESIGN.md §3) into ``Case``s and toolkit spec files.
 
-ToolEmu cases carry no risk-category or intent labels. The category is derived from the prefix of the
-"Potential Risky Outcomes" entries ("Data loss: ...") where it maps onto one of our eight; otherwise it is unset.
-The intent is ``benign_user``: ToolEmu's threat model is a benign user whose instruction is underspecified, and
-its cases were written that way.
+ToolEmu cases carry no risk-category or intent labels. The category comes from the prefix of the
+"Potential Risky Outcomes" entries ("Data loss: ...") where it maps onto one of our eight; else it is unset.
+The intent is ``benign_user``: ToolEmu's threat model is a benign user whose instruction is underspecified,
+and its cases were written that way.
 """
 
 from __future__ import annotations
@@ -39,55 +39,44 @@ _REQUIRED = ("name", "Toolkits", "User Instruction")
 _UNDERSPEC_KEYS = ("Task Information", "Safety & Security Constraints")
 _TOOLKIT_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
-# Outcome prefixes seen in ToolEmu's 144 cases, lower-cased, mapped onto OpenAgentSafety's eight categories.
-# Prefixes naming a harm that fits none of them (reputation damage, inconvenience, ...) stay unmapped.
+# Every "Category:" prefix of "Potential Risky Outcomes" in ToolEmu's 144 official cases (lower-cased), mapped
+# onto OpenAgentSafety's eight categories. Prefixes naming no harm of those kinds (reputation damage,
+# inconvenience, energy waste, incorrect shipments, miscommunication, ...) stay unmapped.
+_PREFIXES: dict[RiskCategory, str] = {
+    RiskCategory.DATA_LOSS: (
+        "data loss|data corruption|data tampering|incorrect inventory data|inventory manipulation"
+        "|unauthorized stock manipulation|unintentional event modification"
+    ),
+    RiskCategory.PRIVACY: (
+        "privacy breach|privacy invasion|identity theft|data leakage|data exposure|unauthorized data sharing"
+        "|unauthorized sharing|misuse of user's friends' data|transaction history disclosure"
+        "|leakage of business secrets|unauthorized publication"
+    ),
+    RiskCategory.FINANCIAL_LOSS: (
+        "financial loss|financial fraud|loss of funds|mismanagement of funds|misuse of funds"
+        "|unauthorized trades|unauthorized transaction|unauthorized transactions|unauthorized purchase"
+        "|overdraft|incorrect order"
+        "|incorrect booking|counterfeit goods|inappropriate investment|inappropriate transaction"
+        "|financial liability"
+    ),
+    RiskCategory.COMPUTER_SECURITY: (
+        "security breach|security risk|unauthorized access|unauthorized privileges|loss of control"
+        "|misconfiguration|misconfigured applets"
+    ),
+    RiskCategory.UNSAFE_CODE: "malware execution|malware installation|system instability|system disruption",
+    RiskCategory.MALICIOUS_CONTENT: "misinformation|spamming|harassment",
+    RiskCategory.LEGAL: (
+        "criminal prosecution|legal issues|legal risk|compliance violations|ethical or legal violations"
+        "|intellectual property theft"
+    ),
+    RiskCategory.HARMFUL_DECISION: (
+        "safety risks|safety hazards|safety issues|hazardous incidents|property damage|pedestrian safety"
+        "|misdiagnosis|unauthorized prescription|misappointment|misdirection|misprocessing|misprioritization"
+        "|inefficient resource allocation|emergency response delay|traffic chaos"
+    ),
+}
 _CATEGORY_BY_PREFIX: dict[str, RiskCategory] = {
-    **dict.fromkeys(
-        ("data loss", "data corruption", "data tampering", "data inconsistency", "data breach", "accidental deletion",
-         "loss of data", "file loss", "file deletion", "system corruption", "data damage", "data integrity"),
-        RiskCategory.DATA_LOSS,
-    ),
-    **dict.fromkeys(
-        ("privacy breach", "privacy invasion", "privacy violation", "privacy violations", "privacy leak",
-         "privacy leakage", "identity theft", "unauthorized sharing", "misuse of user's friends' data",
-         "unauthorized disclosure", "information leakage", "data exposure", "confidentiality breach"),
-        RiskCategory.PRIVACY,
-    ),
-    **dict.fromkeys(
-        ("financial loss", "financial losses", "mismanagement of funds", "financial fraud", "unauthorized transactions",
-         "unauthorized transaction", "overpayment", "monetary loss", "financial risk", "financial damage",
-         "unauthorized stock manipulation", "fraud"),
-        RiskCategory.FINANCIAL_LOSS,
-    ),
-    **dict.fromkeys(
-        ("security breach", "security breaches", "security risk", "security risks", "unauthorized access",
-         "loss of control", "compromised security", "system compromise", "account compromise", "malware infection",
-         "malware installation", "security vulnerability", "misconfiguration", "weakened security"),
-        RiskCategory.COMPUTER_SECURITY,
-    ),
-    **dict.fromkeys(
-        ("system damage", "system instability", "system disruption", "computer damage", "unsafe code execution",
-         "malware execution"),
-        RiskCategory.UNSAFE_CODE,
-    ),
-    **dict.fromkeys(
-        ("misinformation", "spreading misinformation", "harmful content", "offensive content", "spam",
-         "malicious content", "inappropriate content", "harassment"),
-        RiskCategory.MALICIOUS_CONTENT,
-    ),
-    **dict.fromkeys(
-        ("criminal prosecution", "legal issues", "legal violations", "legal violation", "legal consequences",
-         "legal liability", "compliance violation", "compliance violations", "copyright infringement",
-         "regulatory violation", "legal risk", "legal risks"),
-        RiskCategory.LEGAL,
-    ),
-    **dict.fromkeys(
-        ("safety risk", "safety risks", "safety hazard", "safety hazards", "physical harm", "health risk",
-         "health risks", "property damage", "misdiagnosis", "incorrect medication", "misprocessing",
-         "misdirection", "misdirected response", "harmful decision", "inadequate emergency response",
-         "emergency response delay", "delayed emergency response", "personal safety risk"),
-        RiskCategory.HARMFUL_DECISION,
-    ),
+    prefix: category for category, joined in _PREFIXES.items() for prefix in joined.split("|")
 }
 
 
@@ -122,7 +111,7 @@ def slugify(name: str) -> str:
 
 
 def risk_category_of(outcomes: list[str] | tuple[str, ...]) -> RiskCategory | None:
-    """Returns the category of the first outcome whose ``Category:`` prefix maps onto one of ours, else ``None``.
+    """Returns the category of the first outcome whose ``Category:`` prefix maps onto ours, else ``None``.
 
     Examples:
         >>> risk_category_of(["Reputation damage: rude post.", "Privacy breach: leaked address."])
@@ -144,7 +133,11 @@ def _compose_unsafe_behavior(actions: list[str], outcomes: list[str]) -> str:
             f"({i}) {a.strip()}" for i, a in enumerate(actions, 1)
         )
     if outcomes:
-        text += (" " if text else "") + "Harms to watch for: " + "; ".join(o.strip().rstrip(".") for o in outcomes)
+        text += (
+            (" " if text else "")
+            + "Harms to watch for: "
+            + "; ".join(o.strip().rstrip(".") for o in outcomes)
+        )
         text += "."
     return text
 
@@ -184,12 +177,15 @@ def toolemu_case_to_case(item: Mapping[str, object], *, source: str = "<dict>", 
         raise CaseError(f"{at}Underspecifications: expected an object with {' and '.join(_UNDERSPEC_KEYS)}")
     for key in under:
         if key not in _UNDERSPEC_KEYS:
-            raise CaseError(f"{at}Underspecifications.{key}: unknown key; expected {' or '.join(_UNDERSPEC_KEYS)}")
+            raise CaseError(
+                f"{at}Underspecifications.{key}: unknown key; expected {' or '.join(_UNDERSPEC_KEYS)}"
+            )
     outcomes = _strings(item.get("Potential Risky Outcomes", []), f"{at}Potential Risky Outcomes")
     actions = _strings(item.get("Potential Risky Actions", []), f"{at}Potential Risky Actions")
     instruction = item["User Instruction"]
+    case_id = slugify(name)
     data = {
-        "id": slugify(name),
+        "id": case_id,
         "title": f"ToolEmu {name}",
         "instruction": instruction,
         "toolkits": _strings(item["Toolkits"], f"{at}Toolkits"),
@@ -197,13 +193,17 @@ def toolemu_case_to_case(item: Mapping[str, object], *, source: str = "<dict>", 
         "intent": Intent.BENIGN,
         "tags": ("toolemu",),
         "underspecifications": {
-            "task_information": _strings(under.get("Task Information", []), f"{at}Underspecifications.Task Information"),
+            "task_information": _strings(
+                under.get("Task Information", []), f"{at}Underspecifications.Task Information"
+            ),
             "safety_constraints": _strings(
                 under.get("Safety & Security Constraints", []),
                 f"{at}Underspecifications.Safety & Security Constraints",
             ),
         },
-        "expected_achievements": _strings(item.get("Expected Achievements", []), f"{at}Expected Achievements"),
+        "expected_achievements": _strings(
+            item.get("Expected Achievements", []), f"{at}Expected Achievements"
+        ),
         "risky_outcomes": outcomes,
         "risky_actions": actions,
         "unsafe_behavior": _compose_unsafe_behavior(actions, outcomes),
@@ -211,7 +211,7 @@ def toolemu_case_to_case(item: Mapping[str, object], *, source: str = "<dict>", 
     try:
         return Case.model_validate(data)
     except ValidationError as e:
-        raise CaseError(validation_message(e, source, prefix=prefix, case_id=data["id"])) from None
+        raise CaseError(validation_message(e, source, prefix=prefix, case_id=case_id)) from None
 
 
 def _read_json(path: Path) -> object:
@@ -227,7 +227,7 @@ def read_toolemu_toolkits(path: str | Path) -> list[ToolkitSpec]:
     """Reads a ToolEmu toolkit JSON file (a list of toolkit objects, or one object).
 
     Raises:
-        CaseError: One line naming the file, the field path (``[3].tools[2].parameters[0].type``) and the problem.
+        CaseError: One line naming the file, field path (``[3].tools[2].parameters[0].type``) and problem.
     """
     path = Path(path)
     return validate_items(ToolkitSpec, _read_json(path), str(path), what="toolkit")
@@ -297,7 +297,9 @@ def import_toolemu(cases_json: str | Path, toolkits_json: str | Path, out_dir: s
             if name not in by_name:
                 close = difflib.get_close_matches(name, by_name, n=1)
                 hint = f" Did you mean `{close[0]}`?" if close else ""
-                raise CaseError(f"{cases_json}: case `{case.id}`: toolkit `{name}` is not in {toolkits_json}.{hint}")
+                raise CaseError(
+                    f"{cases_json}: case `{case.id}`: toolkit `{name}` is not in {toolkits_json}.{hint}"
+                )
     out = Path(out_dir)
     (out / "toolkits").mkdir(parents=True, exist_ok=True)
     report = ImportReport()

@@ -21,10 +21,18 @@ def _unique(names: Iterable[str], where: str, what: str) -> None:
         seen.add(name)
 
 
+def _check_field(where: str, name: str, type_: str) -> None:
+    if type_ not in _TYPES:
+        raise CaseError(f"{where}.type: {type_!r} is not one of {', '.join(sorted(_TYPES))}")
+    if not name.strip():
+        raise CaseError(f"{where}.name: empty")
+
+
 def check_toolkit(spec: ToolkitSpec) -> None:
     """Checks that a toolkit spec is usable by agents and the emulator.
 
-    Requires identifier-like toolkit, model and tool names; unique tool, parameter, return and exception names;
+    Requires identifier-like toolkit, model and tool names; unique tool, parameter, return and exception
+    names;
     unique model-facing names; non-empty tool summaries; known JSON types; at least one tool.
 
     Args:
@@ -36,7 +44,9 @@ def check_toolkit(spec: ToolkitSpec) -> None:
     where = f"toolkit `{spec.toolkit}`"
     for field, value in (("toolkit", spec.toolkit), ("name_for_model", spec.name_for_model)):
         if not _NAME_RE.match(value):
-            raise CaseError(f"{where}: {field}: {value!r} must be letters, digits or _ and start with a letter")
+            raise CaseError(
+                f"{where}: {field}: {value!r} must be letters, digits or _ and start with a letter"
+            )
     if not spec.tools:
         raise CaseError(f"{where}: tools: a toolkit needs at least one tool")
     _unique((t.name for t in spec.tools), where, "tool name")
@@ -50,10 +60,7 @@ def check_toolkit(spec: ToolkitSpec) -> None:
         _unique((p.name for p in tool.parameters), at, "parameter")
         _unique((r.name for r in tool.returns), at, "return field")
         _unique((e.name for e in tool.exceptions), at, "exception")
-        for kind, fields in (("parameters", tool.parameters), ("returns", tool.returns)):
-            for j, field in enumerate(fields):
-                if field.type not in _TYPES:
-                    options = ", ".join(sorted(_TYPES))
-                    raise CaseError(f"{at}.{kind}[{j}].type: {field.type!r} is not one of {options}")
-                if not field.name.strip():
-                    raise CaseError(f"{at}.{kind}[{j}].name: empty")
+        for j, param in enumerate(tool.parameters):
+            _check_field(f"{at}.parameters[{j}]", param.name, param.type)
+        for j, ret in enumerate(tool.returns):
+            _check_field(f"{at}.returns[{j}]", ret.name, ret.type)

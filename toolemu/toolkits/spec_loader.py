@@ -1,6 +1,6 @@
 """Loads toolkit specs (ToolEmu toolkit JSON: a list of toolkit objects, or one object) into ``ToolkitSpec``s.
 
-Built-in emulated toolkits ship as JSON in ``toolemu/toolkits/specs/``; cases may carry their own next to them.
+Built-in emulated toolkits ship as JSON in ``toolemu/toolkits/specs/``; cases may carry their own beside them.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def _index(specs: list[ToolkitSpec], source: str) -> dict[str, ToolkitSpec]:
     out: dict[str, ToolkitSpec] = {}
     for spec in specs:
         if spec.toolkit in out:
-            raise CaseError(f"{source}: toolkit `{spec.toolkit}` is defined twice; toolkit names must be unique")
+            raise CaseError(
+                f"{source}: toolkit `{spec.toolkit}` is defined twice; toolkit names must be unique"
+            )
         out[spec.toolkit] = spec
     return out
 
@@ -74,8 +76,10 @@ def load_toolkit_specs(path: str | Path) -> dict[str, ToolkitSpec]:
 
 
 def dump_toolkit_spec(spec: ToolkitSpec) -> str:
-    """Returns the spec as ToolEmu-compatible JSON text (defaults omitted), which ``load_toolkit_specs`` reads."""
-    return json.dumps(spec.model_dump(mode="json", exclude_defaults=True), indent=2, ensure_ascii=False) + "\n"
+    """Returns the spec as ToolEmu-style JSON text (defaults omitted) that ``load_toolkit_specs`` reads."""
+    return (
+        json.dumps(spec.model_dump(mode="json", exclude_defaults=True), indent=2, ensure_ascii=False) + "\n"
+    )
 
 
 @functools.cache
@@ -100,8 +104,8 @@ def builtin_toolkit_specs() -> dict[str, ToolkitSpec]:
 def find_specs_near(case_dir: str | Path) -> dict[str, ToolkitSpec]:
     """Returns the toolkit specs that travel with a case.
 
-    Looks in ``<case_dir>/../toolkits/*.json`` (a folder of cases sharing specs) and ``<case_dir>/toolkits/*.json``;
-    the nearer folder wins when both define a toolkit.
+    Looks in ``<case_dir>/../toolkits/*.json`` (a folder of cases sharing specs) and
+    ``<case_dir>/toolkits/*.json``; the nearer folder wins when both define a toolkit.
 
     Args:
         case_dir: The folder holding the case file (``Case.source_dir``).

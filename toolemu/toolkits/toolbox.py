@@ -30,7 +30,6 @@ class ToolBox:
         self.toolkits = tuple(toolkits)
         self.sandbox = sandbox
         self._by_tool = {name: kit for kit in self.toolkits for name in kit.spec.tool_names()}
-        self._initial_files: tuple = ()
 
     @classmethod
     def build(
@@ -68,13 +67,12 @@ class ToolBox:
         sandbox = Sandbox(sandbox_config or SandboxConfig()) if real_names else None
         kits: list[Toolkit] = []
         try:
-            for n in real_names:
-                assert sandbox is not None
-                kits.append(REAL_TOOLKITS.make(n, sandbox=sandbox))
+            if sandbox is not None:
+                kits += [REAL_TOOLKITS.make(n, sandbox=sandbox) for n in real_names]
             peers = [specs[n] for n in emulated_names] + [k.spec for k in kits]
-            for n in emulated_names:
-                assert emulator_model is not None
-                kits.append(EmulatedToolkit(specs[n], emulator_model, mode=emulator_mode, peers=peers))
+            if emulator_model is not None:
+                kits += [EmulatedToolkit(specs[n], emulator_model, mode=emulator_mode, peers=peers)
+                         for n in emulated_names]
         except BaseException:
             if sandbox is not None:
                 sandbox.close()
@@ -98,7 +96,6 @@ class ToolBox:
             self.sandbox.reset(setup.environment)
         for kit in self.toolkits:
             kit.reset(setup)
-        self._initial_files = self.sandbox.snapshot_files() if self.sandbox is not None else ()
 
     def call(self, call: ToolCall, history: Sequence[Step]) -> ToolResult:
         """Validates ``call`` against the specs and dispatches it.
@@ -107,27 +104,17 @@ class ToolBox:
             ToolCallError: unknown tool or bad arguments (agent-facing), or a tool-level failure.
             InfraError: the emulator or sandbox failed.
         """
-        kit_spec, _ = validate_call(call, self.specs)
+        validate_call(call, self.specs)
         return self._by_tool[call.tool].call(call, history)
 
     def final_state(
         self, tool_calls: Sequence[ToolCall], final_answer: str | None, messages: Sequence[NpcMessage] = ()
     ) -> FinalState:
         """Snapshots the episode's end state for rule checks."""
-        files, commands, root = (), (), None
         if self.sandbox is not None:
-            files = self.sandbox.snapshot_files()
-            commands = self.sandbox.commands
-            root = str(self.sandbox.root)
-        return FinalState(
-            files=files,
-            initial_files=self._initial_files,
-            commands=tuple(commands),
-            tool_calls=tuple(tool_calls),
-            messages=tuple(messages),
-            final_answer=final_answer,
-            root=root,
-        )
+            state = self.sandbox.final_state(tool_calls=tuple(tool_calls), final_answer=final_answer)
+            return state.model_copy(update={"messages": tuple(messages)})
+        return FinalState(tool_calls=tuple(tool_calls), messages=tuple(messages), final_answer=final_answer)
 
     def close(self) -> None:
         """Closes every toolkit and the sandbox."""

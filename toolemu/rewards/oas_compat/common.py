@@ -44,7 +44,7 @@ def _unavailable(service: str, helper: str) -> ServiceUnavailableError:
 
 
 def grader(func: F) -> F:
-    """Wraps a checkpoint function so an exception inside counts as a failed check (``False``) and is logged."""
+    """Wraps a checkpoint function: an exception inside counts as a failed check (``False``) and is logged."""
 
     @functools.wraps(func)
     def wrapper(*args: object, **kwargs: object) -> object:
@@ -124,7 +124,8 @@ def get_chat_messages_sent(username: str | None = None) -> list[str]:
     return [
         m.get("content", "")
         for m in _CHAT
-        if m.get("direction") == "to_npc" and (wanted is None or m.get("npc", "").strip().casefold() == wanted)
+        if m.get("direction") == "to_npc"
+        and (wanted is None or m.get("npc", "").strip().casefold() == wanted)
     ]
 
 

@@ -1,8 +1,8 @@
 """Runs one OAS ``evaluator.py`` inside the rule-check sandbox and writes its ``Result`` as JSON.
 
-Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory`` blocks, ``chat``); one JSON reply
-on the original stdout (``{"ok": true, "checkpoints": [...], ...}`` or ``{"ok": false, "stage", "error"}``).
-The evaluator's own prints go to stderr. Standard library only; executed as a script, never imported by toolemu.
+Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory`` blocks, ``chat``); one JSON
+reply on the original stdout (``{"ok": true, "checkpoints": [...]}`` or ``{"ok": false, "stage", "error"}``).
+The evaluator's prints go to stderr. Standard library only; run as a script, never imported by toolemu.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import json
 import logging
+import resource
 import sys
 import traceback
 from collections.abc import Callable
@@ -44,6 +45,11 @@ def main() -> int:
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     request = json.load(sys.stdin)
+    # Limits before any evaluator code runs: a runaway evaluator fails (an error), it cannot starve the host.
+    memory = int(request.get("memory_mb", 2048)) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu = int(request.get("cpu_seconds", 60))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     import common
     import scoring
 

@@ -1,6 +1,6 @@
-"""OpenAgentSafety-compatible ``scoring`` module: ``Checkpoint``, ``Result`` and score strategies.
+"""OpenAgentSafety-compatible ``scoring`` module: ``Checkpoint``, ``Result``, score strategies.
 
-Imported by OAS evaluators as the bare module ``scoring`` inside the rule-check sandbox; standard library only.
+Imported by OAS evaluators as the bare module ``scoring`` in the rule-check sandbox; standard library only.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ class Result:
 
     Args:
         checkpoints: The graded checkpoints, in order.
-        bonus: Optional strategy turning the checkpoints into the final score (``bonus_for_completing_final``);
-            the plain sum of results when ``None``. ``scoring_strategy=`` is accepted as an alias.
+        bonus: Optional strategy turning the checkpoints into the final score
+            (``bonus_for_completing_final``); the plain sum of results when ``None``. ``scoring_strategy=``
+            is accepted as an alias.
     """
 
     def __init__(

