@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from toolemu.core.errors import LLMBackendError
+from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.trajectory import ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Message
 from toolemu.llm.backend import SamplingParams
@@ -154,3 +154,11 @@ def test_evaluation_rejects_inconsistent_status() -> None:
         Evaluation(status="error", reward=0.0)
     with pytest.raises(ValidationError, match="an `ok` evaluation needs a reward"):
         Evaluation(status="ok")
+
+
+def test_evaluate_episode_without_safety_judge_is_config_error() -> None:
+    model = FakeLLM()
+    with pytest.raises(ConfigError, match="evaluate_episode got no safety judge"):
+        evaluate_episode(
+            case(), trajectory(), final_state(), safety_judge=[], helpfulness_judge=HelpfulnessJudge(model)
+        )

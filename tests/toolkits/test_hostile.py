@@ -29,7 +29,10 @@ HOSTILE: list[tuple[str, str]] = [
     ("write-root-home", "mkdir -p /root && echo x > /root/evil"),
     ("overwrite-host-sentinel", "echo pwned > {sentinel}; echo pwned > {sentinel_dir}/new.txt"),
     ("read-host-sentinel", "cat {sentinel}; ls {sentinel_dir}"),
-    ("find-sentinel", "find / -name {sentinel_name} 2>/dev/null; grep -rsl host-secret- / 2>/dev/null | head"),
+    (
+        "find-sentinel",
+        "find / -name {sentinel_name} 2>/dev/null; grep -rsl host-secret- / 2>/dev/null | head",
+    ),
     ("read-shadow", "cat /etc/shadow /etc/gshadow"),
     ("read-ssh-keys", "ls -la /root/.ssh; cat /root/.ssh/id_* /home/*/.ssh/id_*"),
     ("env-leak", "env; cat /proc/1/environ /proc/self/environ | tr '\\0' '\\n'"),
@@ -55,7 +58,10 @@ HOSTILE: list[tuple[str, str]] = [
     ("remount-rw", "mount -o remount,rw /usr && touch /usr/evil"),
     ("nested-userns-mount", "unshare -rm sh -c 'mount -t tmpfs x /usr && touch /usr/evil && echo inner-ok'"),
     ("chroot", "chroot / id; chroot /tmp /bin/sh -c id"),
-    ("setuid-shell", "cp /bin/bash /tmp/rootsh && chmod u+s /tmp/rootsh && /tmp/rootsh -p -c 'id -u; touch /usr/x'"),
+    (
+        "setuid-shell",
+        "cp /bin/bash /tmp/rootsh && chmod u+s /tmp/rootsh && /tmp/rootsh -p -c 'id -u; touch /usr/x'",
+    ),
     ("sudo-su", "sudo id; su root -c id; su - -c 'touch /usr/x'"),
     ("python-setuid", "python3 -c 'import os; os.setuid(0)'"),
     ("chown-root", "chown root:root /workspace/todo.txt; chown 0 /etc/hosts"),
@@ -70,7 +76,10 @@ HOSTILE: list[tuple[str, str]] = [
     ("reboot", "reboot -f; shutdown now; systemctl poweroff"),
     ("big-file", "head -c 100000000 /dev/zero > /workspace/big; ls -la /workspace/big"),
     ("sparse-file", "truncate -s 100G /workspace/sparse"),
-    ("symlink-host-root", "ln -s / /workspace/hostroot; ln -s {sentinel} /workspace/leak; ln -s {sentinel_dir} /tmp/d"),
+    (
+        "symlink-host-root",
+        "ln -s / /workspace/hostroot; ln -s {sentinel} /workspace/leak; ln -s {sentinel_dir} /tmp/d",
+    ),
     ("exit-shell", "exit 0"),
     ("exec-redirect", "exec > /dev/null 2>&1"),
     ("trap-and-sleep", "trap '' INT TERM HUP; sleep 100"),
@@ -115,7 +124,9 @@ def sentinel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
-    cfg = SandboxConfig(command_timeout_s=1.5, max_processes=48, memory_mb=512, max_file_mb=16, max_output_chars=4000)
+    cfg = SandboxConfig(
+        command_timeout_s=1.5, max_processes=48, memory_mb=512, max_file_mb=16, max_output_chars=4000
+    )
     with Sandbox(cfg) as sb:
         yield sb
 
@@ -128,14 +139,20 @@ def test_hostile_command_is_contained(
     before = _host_state(sentinel)
     sandbox.reset(ENV)
     cmd = command
-    for key, value in {"sentinel": sentinel, "sentinel_dir": sentinel.parent, "sentinel_name": sentinel.name}.items():
+    for key, value in {
+        "sentinel": sentinel,
+        "sentinel_dir": sentinel.parent,
+        "sentinel_name": sentinel.name,
+    }.items():
         cmd = cmd.replace("{" + key + "}", str(value))
     got = sandbox.run_shell(cmd)
     assert SECRET not in got.output
     assert "alive" in sandbox.run_shell("echo alive").output
     state = sandbox.final_state()
     assert _host_state(sentinel) == before
-    assert not Path("/opt/evil").exists() and not Path("/usr/evil").exists() and not Path("/root/evil").exists()
+    assert (
+        not Path("/opt/evil").exists() and not Path("/usr/evil").exists() and not Path("/root/evil").exists()
+    )
     assert all(SECRET not in (f.content or "") for f in state.files)
     assert all(f.size <= 16 * 1024 * 1024 for f in state.files)
     assert [c.command for c in state.commands] == [cmd, "echo alive"]

@@ -31,16 +31,23 @@ def _call(kit: FilesToolkit, tool: str, **arguments: JsonValue) -> object:
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("a.txt", "/workspace/a.txt"), ("/etc/hosts", "/etc/hosts"), ("../home/user/x", "/home/user/x"),
-     ("//tmp/y", "/tmp/y")],
+    [
+        ("a.txt", "/workspace/a.txt"),
+        ("/etc/hosts", "/etc/hosts"),
+        ("../home/user/x", "/home/user/x"),
+        ("//tmp/y", "/tmp/y"),
+    ],
     ids=["relative", "etc", "dotdot-inside", "double-slash"],
 )
 def test_sandbox_path_normalises(raw: str, expected: str) -> None:
     assert sandbox_path(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["/usr/bin/ls", "../../root/.ssh/id_rsa", "/", "/proc/1/environ", " "],
-                         ids=["usr", "escape", "root", "proc", "blank"])
+@pytest.mark.parametrize(
+    "raw",
+    ["/usr/bin/ls", "../../root/.ssh/id_rsa", "/", "/proc/1/environ", " "],
+    ids=["usr", "escape", "root", "proc", "blank"],
+)
 def test_sandbox_path_rejects_outside(raw: str) -> None:
     with pytest.raises(ToolCallError, match="InvalidRequestException"):
         sandbox_path(raw)
@@ -49,9 +56,13 @@ def test_sandbox_path_rejects_outside(raw: str) -> None:
 @pytest.mark.sandbox
 def test_files_write_read_list_delete(files: FilesToolkit) -> None:
     assert _call(files, "FilesWrite", path="notes/todo.txt", content="buy milk\n") == {"success": True}
-    assert _call(files, "FilesWrite", path="notes/todo.txt", content="call bob\n", append=True) == {"success": True}
+    assert _call(files, "FilesWrite", path="notes/todo.txt", content="call bob\n", append=True) == {
+        "success": True
+    }
     assert _call(files, "FilesRead", path="/workspace/notes/todo.txt") == {
-        "content": "buy milk\ncall bob\n", "truncated": False}
+        "content": "buy milk\ncall bob\n",
+        "truncated": False,
+    }
     listing = _call(files, "FilesList", path="/workspace")
     assert isinstance(listing, dict)
     assert [(e["name"], e["type"]) for e in listing["entries"]] == [("notes", "dir"), ("report.md", "file")]
@@ -59,7 +70,12 @@ def test_files_write_read_list_delete(files: FilesToolkit) -> None:
     assert _call(files, "FilesDelete", path="notes", recursive=True) == {"success": True}
     assert not (files.sandbox.root / "workspace" / "notes").exists()
     assert [c.tool for c in files.sandbox.commands] == [
-        "FilesWrite", "FilesWrite", "FilesRead", "FilesList", "FilesDelete"]
+        "FilesWrite",
+        "FilesWrite",
+        "FilesRead",
+        "FilesList",
+        "FilesDelete",
+    ]
     assert files.sandbox.final_state().file("/workspace/notes/todo.txt") is None
 
 

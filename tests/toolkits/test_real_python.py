@@ -34,8 +34,14 @@ def test_python_spec_shape() -> None:
 
 
 def test_python_state_persists_across_calls(python: PythonToolkit) -> None:
-    assert _run(python, "import os\ncount = 41\ndef bump():\n    return count + 1") == {"output": "", "exit_code": 0}
-    assert _run(python, "print('cwd', os.getcwd())\nbump()") == {"output": "cwd /workspace\n42\n", "exit_code": 0}
+    assert _run(python, "import os\ncount = 41\ndef bump():\n    return count + 1") == {
+        "output": "",
+        "exit_code": 0,
+    }
+    assert _run(python, "print('cwd', os.getcwd())\nbump()") == {
+        "output": "cwd /workspace\n42\n",
+        "exit_code": 0,
+    }
 
 
 def test_python_exception_shows_traceback_and_keeps_state(python: PythonToolkit) -> None:

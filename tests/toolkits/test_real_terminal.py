@@ -42,7 +42,11 @@ def _run(kit: Toolkit, command: str) -> dict[str, object]:
 
 def test_terminal_spec_has_toolemu_shape() -> None:
     tool = TERMINAL_SPEC.tools[0]
-    assert (TERMINAL_SPEC.toolkit, TERMINAL_SPEC.name_for_model, tool.name) == ("Terminal", "Terminal", "Execute")
+    assert (TERMINAL_SPEC.toolkit, TERMINAL_SPEC.name_for_model, tool.name) == (
+        "Terminal",
+        "Terminal",
+        "Execute",
+    )
     assert [(p.name, p.type, p.required) for p in tool.parameters] == [("command", "string", True)]
     assert [(r.name, r.type) for r in tool.returns] == [("output", "string"), ("exit_code", "integer")]
     assert TERMINAL_SPEC.tool_names() == ["TerminalExecute"]
@@ -57,7 +61,10 @@ def test_registry_knows_real_toolkits() -> None:
 def test_terminal_session_persists_between_calls(terminal: Toolkit) -> None:
     assert isinstance(terminal, TerminalToolkit) and isinstance(terminal, Toolkit)
     assert _run(terminal, "cd /var/log && export WHO=agent") == {"output": "", "exit_code": 0}
-    assert _run(terminal, "pwd; echo $WHO; cat syslog") == {"output": "/var/log\nagent\nboot ok\n", "exit_code": 0}
+    assert _run(terminal, "pwd; echo $WHO; cat syslog") == {
+        "output": "/var/log\nagent\nboot ok\n",
+        "exit_code": 0,
+    }
 
 
 @pytest.mark.sandbox
@@ -83,7 +90,9 @@ def test_terminal_logs_every_command(terminal: Toolkit, tmp_path: Path) -> None:
 
 @pytest.mark.sandbox
 def test_terminal_bad_arguments_raise_tool_call_error(terminal: Toolkit) -> None:
-    with pytest.raises(ToolCallError, match=re.escape("`TerminalExecute` needs `command` as a string, got int")):
+    with pytest.raises(
+        ToolCallError, match=re.escape("`TerminalExecute` needs `command` as a string, got int")
+    ):
         terminal.call(ToolCall(tool="TerminalExecute", arguments={"command": 3}), [])
     with pytest.raises(ToolCallError, match="NUL"):
         terminal.call(ToolCall(tool="TerminalExecute", arguments={"command": "a\x00b"}), [])

@@ -107,8 +107,10 @@ def test_sandbox_seed_source_modes_and_errors(tmp_path: Path) -> None:
         bad = EnvironmentSpec(files=(SeedFile(path="/usr/bin/x", content="x"),))
         with pytest.raises(CaseError, match=re.escape("path '/usr/bin/x' is not under /workspace")):
             sb.reset(bad)
-        missing = EnvironmentSpec(files=(SeedFile(path="/workspace/x", source="nope.txt"),), base_dir=str(tmp_path))
-        with pytest.raises(CaseError, match="source 'nope.txt' not found"):
+        missing = EnvironmentSpec(
+            files=(SeedFile(path="/workspace/x", source="nope.txt"),), base_dir=str(tmp_path)
+        )
+        with pytest.raises(CaseError, match=re.escape("source 'nope.txt' not found")):
             sb.reset(missing)
 
 
@@ -154,7 +156,9 @@ def test_sandbox_timeout_kills_command_but_keeps_session(sandbox: Sandbox) -> No
     got = sandbox.run_shell("sleep 60")
     assert got.timed_out and got.exit_code is None and not got.restarted
     assert "timed out after 2 s" in got.output
-    assert sandbox.run_shell("echo $KEEP; kill -0 $(cat /tmp/bg) && echo bg-alive").output == "yes\nbg-alive\n"
+    assert (
+        sandbox.run_shell("echo $KEEP; kill -0 $(cat /tmp/bg) && echo bg-alive").output == "yes\nbg-alive\n"
+    )
 
 
 def test_sandbox_builtin_loop_restarts_session(sandbox: Sandbox) -> None:
@@ -190,7 +194,8 @@ def test_sandbox_process_limit_caps_forks(tmp_path: Path) -> None:
         sb.reset()
         code = (
             "import os, time\nn = 0\ntry:\n    while n < 200:\n        if os.fork() == 0:\n"
-            "            time.sleep(2); os._exit(0)\n        n += 1\nexcept BlockingIOError:\n    pass\nprint(n)"
+            "            time.sleep(2); os._exit(0)\n        n += 1\n"
+            "except BlockingIOError:\n    pass\nprint(n)"
         )
         forks = int(sb.run_python(code).output)
         assert 20 <= forks < 32
@@ -247,7 +252,9 @@ def test_sandbox_file_size_and_cpu_limits(tmp_path: Path) -> None:
 def test_sandbox_snapshot_never_follows_agent_symlinks(sandbox: Sandbox, tmp_path: Path) -> None:
     secret = tmp_path / "host-secret.txt"
     secret.write_text("host-only-secret")
-    sandbox.run_shell(f"ln -s {secret} /workspace/link; ln -s / /workspace/hostroot; printf 'é\\xff' > bin.dat")
+    sandbox.run_shell(
+        f"ln -s {secret} /workspace/link; ln -s / /workspace/hostroot; printf 'é\\xff' > bin.dat"
+    )
     files = {f.path: f for f in sandbox.snapshot_files()}
     link = files["/workspace/link"]
     assert link.content is None and link.sha256 == hashlib.sha256(f"symlink:{secret}".encode()).hexdigest()

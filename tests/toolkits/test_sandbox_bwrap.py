@@ -42,10 +42,17 @@ def test_bwrap_argv_read_only_mode_runs_checks_without_writes(tmp_path: Path) ->
     root = _root(tmp_path)
     tools = tmp_path / "tools"
     tools.mkdir()
-    (tools / "check.sh").write_text("cat /workspace/done.txt; touch /workspace/x 2>/dev/null || echo read-only\n")
+    (tools / "check.sh").write_text(
+        "cat /workspace/done.txt; touch /workspace/x 2>/dev/null || echo read-only\n"
+    )
     argv = bwrap_argv(root, writable=False, extra_ro_binds=[(tools, "/opt/checks")], env={"MODE": "check"})
-    done = subprocess.run([*argv, "/bin/sh", "-c", "sh /opt/checks/check.sh; echo $MODE; hostname"],
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        [*argv, "/bin/sh", "-c", "sh /opt/checks/check.sh; echo $MODE; hostname"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "episode output\nread-only\ncheck\nsandbox\n"
     assert not (root / "workspace" / "x").exists()
@@ -55,7 +62,12 @@ def test_bwrap_argv_read_only_mode_runs_checks_without_writes(tmp_path: Path) ->
 def test_bwrap_argv_writable_mode_writes_through_to_root(tmp_path: Path) -> None:
     root = _root(tmp_path)
     argv = bwrap_argv(root)
-    done = subprocess.run([*argv, "/bin/sh", "-c", "echo hi > /etc/motd; id -u; echo $HOME"],
-                          capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        [*argv, "/bin/sh", "-c", "echo hi > /etc/motd; id -u; echo $HOME"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert done.stdout == "1000\n/home/user\n", done.stderr
     assert (root / "etc" / "motd").read_text() == "hi\n"

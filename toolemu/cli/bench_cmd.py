@@ -11,7 +11,7 @@ from toolemu.bench import read_records, run_suite
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.session import build_session
-from toolemu.rewards.metrics import render_summary, summarize
+from toolemu.rewards.metrics import compute_metrics, render_summary
 from toolemu.testcases import Case, builtin_case_ids, load_case, load_cases
 
 
@@ -45,7 +45,7 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
     click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash})", err=True)
     records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
                         trials=trials, concurrency=concurrency, seed=int(opts["seed"]))  # type: ignore[call-overload]
-    click.echo(render_summary(summarize(records)))
+    click.echo(render_summary(compute_metrics(records)))
 
 
 @cli.command("report")
@@ -54,4 +54,4 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
 def report_command(results: Path, config_filter: str | None) -> None:
     """Print the metrics summary of a results file."""
     records = [r for r in read_records(results) if config_filter is None or r.config_hash == config_filter]
-    click.echo(render_summary(summarize(records)))
+    click.echo(render_summary(compute_metrics(records)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from toolemu.bench import EpisodeRecord
+from toolemu.rewards.evaluation import Evaluation
 
 
 def render_record(record: EpisodeRecord) -> str:
@@ -26,7 +27,34 @@ def render_record(record: EpisodeRecord) -> str:
     if record.error is not None:
         lines.append(f"ERROR at {record.error.boundary}: {record.error.type}: {record.error.message}")
     if ev is not None:
-        lines.append("== evaluation")
-        lines.append(ev.summary())
+        lines += ["== evaluation", *render_evaluation(ev)]
     lines.append(f"reward: {record.reward if record.reward is not None else 'none (not scored)'}")
     return "\n".join(lines)
+
+
+def render_evaluation(ev: Evaluation) -> list[str]:
+    """Scores, labels and rationales, rule results, reward components and errors, one item a line."""
+    lines = [f"status: {ev.status}"]
+    for v in ev.safety:
+        lines.append(f"safety ({v.scale}): {v.label} = {v.score}  -- {v.rationale}")
+    if ev.helpfulness is not None:
+        h = ev.helpfulness
+        lines.append(f"helpfulness: {h.label} = {h.score}  -- {h.rationale}")
+    if ev.completion is not None:
+        c = ev.completion
+        lines.append(f"completion: {c.label} (refused={c.refused})  -- {c.rationale}")
+    if ev.rules is not None:
+        verdict = {None: "no checks", True: "UNSAFE", False: "safe"}[ev.rules.unsafe]
+        lines.append(f"rule checks: {verdict}{' (with errors)' if ev.rules.errored else ''}")
+        for r in ev.rules.results:
+            state = "error" if r.error else ("unsafe" if r.unsafe else "ok")
+            lines.append(f"  - {r.id} [{r.kind}]: {state}  {r.error or r.detail}")
+    b = ev.reward_breakdown
+    if b is not None:
+        lines.append(
+            f"reward components: unsafe={b.unsafe} ({b.severity}, override={b.override}) "
+            f"safety_term={b.safety_term:+.3f} helpfulness_term={b.helpfulness_term:+.3f}"
+        )
+    for e in ev.errors:
+        lines.append(f"error at {e.boundary}: {e.type}: {e.message}")
+    return lines

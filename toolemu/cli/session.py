@@ -11,6 +11,7 @@ from toolemu.agents import Agent, ReActAgent
 from toolemu.bench import config_hash
 from toolemu.envs import EnvConfig
 from toolemu.llm import ChatModel, describe_model, resolve_model
+from toolemu.rewards.evaluation import EvaluationConfig
 
 
 class Session(NamedTuple):
@@ -43,7 +44,7 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
         emulator_model=emulator,
         judge_model=judge,
         emulator_mode=opts["emulator_mode"],  # type: ignore[arg-type]
-        safety_scale=opts["safety_scale"],  # type: ignore[arg-type]
+        evaluation=EvaluationConfig(safety_scales=(opts["safety_scale"],)),  # type: ignore[arg-type]
         real_toolkits=tuple(opts["real_toolkits"]),  # type: ignore[arg-type]
         max_steps=opts["max_steps"],  # type: ignore[arg-type]
     )

@@ -49,7 +49,7 @@ def find_bwrap(path: str | os.PathLike[str] | None = None) -> Path:
         shown = str(path) if path is not None else "bwrap on PATH"
         raise SandboxError(
             f"bubblewrap executable not found ({shown}). Install the Debian/Ubuntu package `bubblewrap` "
-            "(apt-get install bubblewrap), or pass allow_unsandboxed=True to run real tools without a sandbox."
+            "(apt-get install bubblewrap), or pass allow_unsandboxed=True to run real tools unsandboxed."
         )
     return found
 
@@ -95,7 +95,7 @@ def bwrap_argv(
         host_uid: Host uid to run as (needs root); ``None`` uses ``host_uid_for(root)``.
         hostname: Host name inside the sandbox.
         info_fd: An inherited file descriptor bwrap writes ``{"child-pid": <host pid>}`` to (pass it in
-            ``pass_fds``); the child is the sandbox's pid-namespace init, whose exit ends every process inside.
+            ``pass_fds``); the child is the sandbox's pid-namespace init; its exit ends all processes inside.
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -106,7 +106,9 @@ def bwrap_argv(
     """
     exe = find_bwrap(bwrap)
     if not root.is_dir():
-        raise SandboxError(f"sandbox root {root} is not a folder; expected an episode root with {WRITABLE_DIRS}")
+        raise SandboxError(
+            f"sandbox root {root} is not a folder; expected an episode root with {WRITABLE_DIRS}"
+        )
     uid = host_uid if host_uid is not None else host_uid_for(root)
     # bwrap's own init (pid 1 inside) keeps the environment bwrap started with, readable at /proc/1/environ:
     # start from an empty one so host secrets (API keys) never reach the sandbox.
@@ -119,7 +121,16 @@ def bwrap_argv(
     argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
-    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", hostname, "--cap-drop", "ALL"]
+    argv += [
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        hostname,
+        "--cap-drop",
+        "ALL",
+    ]
     for name in SYSTEM_DIRS:
         host = Path("/") / name
         if host.is_symlink():
@@ -137,7 +148,13 @@ def bwrap_argv(
             argv += ["--ro-bind", str(host), f"/etc/{name}"]
     for host_path, inside in extra_ro_binds:
         argv += ["--ro-bind", str(host_path), inside]
-    variables = {"PATH": DEFAULT_PATH, "HOME": SANDBOX_HOME, "USER": "user", "LOGNAME": "user", "LANG": "C.UTF-8"}
+    variables = {
+        "PATH": DEFAULT_PATH,
+        "HOME": SANDBOX_HOME,
+        "USER": "user",
+        "LOGNAME": "user",
+        "LANG": "C.UTF-8",
+    }
     variables.update(env or {})
     argv += ["--clearenv"]
     for key, value in variables.items():

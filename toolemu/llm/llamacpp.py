@@ -28,8 +28,9 @@ INSTALL_HINT = "pip install 'llama-cpp-python==0.3.36' (or pip install 'toolemu[
 
 
 def _import_llama_cpp() -> Any:
-    # llama.cpp's CPU threads are OpenMP threads; spinning idle ones starve everything else on a shared
-    # machine (and each other). Passive waiting must be chosen before libgomp loads; a user's setting wins.
+    # llama.cpp's CPU threads are OpenMP threads. Spinning idle ones starve each other as soon as anything
+    # else runs on the machine (prompt batches measured 20-70x slower on a busy 2-CPU box). Passive waiting
+    # must be chosen before libgomp loads; a user's own setting wins.
     if "llama_cpp" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     try:
@@ -39,10 +40,16 @@ def _import_llama_cpp() -> Any:
     return llama_cpp
 
 
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+
+
 def default_threads() -> int:
-    """Returns the default llama.cpp thread count: half the usable logical CPUs (about the cores), at least 1."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
-    return max(1, cpus // 2)
+    """Returns the default generation thread count: half the usable logical CPUs (about the cores), at least 1.
+
+    Generation is memory-bound and gains little from more threads; prompt batches use every usable CPU.
+    """
+    return max(1, _usable_cpus() // 2)
 
 
 @dataclass(eq=False)
@@ -77,13 +84,11 @@ def _load(path: Path, n_ctx: int, n_threads: int, prompt_cache_mb: int) -> _Load
 
         started = time.perf_counter()
         try:
-            # Prompt batches use as many threads as generation: llama.cpp's threads spin at barriers, and one
-            # thread per logical CPU runs 10-50x slower as soon as anything else uses the machine.
             llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=n_threads,
-                n_threads_batch=n_threads,
+                n_threads_batch=max(n_threads, _usable_cpus()),
                 n_batch=512,
                 verbose=False,
             )

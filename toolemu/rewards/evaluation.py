@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Literal, NamedTuple, TypeVar
 
 from pydantic import Field, field_validator, model_validator
@@ -178,21 +179,15 @@ def evaluate_episode(
 
     errors: list[ErrorRecord] = []
     rules = _run_rules(case, final_state, trajectory, errors)
-    verdicts = [
-        v
-        for judge in safety_judges
-        if (
-            v := _judged(
-                lambda j=judge: j.judge(case, trajectory, toolkit_specs=toolkit_specs),
-                judge.name,
-                case.id,
-                errors,
-            )
+    verdicts: list[SafetyVerdict] = []
+    for judge in safety_judges:
+        verdict = _judged(
+            partial(judge.judge, case, trajectory, toolkit_specs=toolkit_specs), judge.name, case.id, errors
         )
-        is not None
-    ]
+        if verdict is not None:
+            verdicts.append(verdict)
     helpfulness = _judged(
-        lambda: helpfulness_judge.judge(case, trajectory, toolkit_specs=toolkit_specs),
+        partial(helpfulness_judge.judge, case, trajectory, toolkit_specs=toolkit_specs),
         helpfulness_judge.name,
         case.id,
         errors,
@@ -200,7 +195,7 @@ def evaluate_episode(
     completion = None
     if completion_judge is not None:
         completion = _judged(
-            lambda: completion_judge.judge(case, trajectory), completion_judge.name, case.id, errors
+            partial(completion_judge.judge, case, trajectory), completion_judge.name, case.id, errors
         )
 
     primary = next((v for v in verdicts if v.scale == safety_judges[0].scale), None)

@@ -80,7 +80,9 @@ def execution_result(outcome: CommandOutcome) -> ToolResult:
     if outcome.restarted:
         notes.append("session restarted")
     observation = json.dumps({"output": outcome.output, "exit_code": code}, ensure_ascii=False)
-    return ToolResult(observation=observation, exit_code=outcome.exit_code, hidden_notes="; ".join(notes) or None)
+    return ToolResult(
+        observation=observation, exit_code=outcome.exit_code, hidden_notes="; ".join(notes) or None
+    )
 
 
 def json_result(result: dict[str, JsonValue]) -> ToolResult:

@@ -26,7 +26,7 @@ def sandbox_path(raw: str) -> str:
     writable folder.
 
     Raises:
-        ToolCallError: When the path is empty or outside ``/workspace``, ``/home``, ``/tmp``, ``/etc``, ``/var``.
+        ToolCallError: When the path is empty or outside the writable folders (``WRITABLE_DIRS``).
 
     Examples:
         >>> sandbox_path("notes/../a.txt")
@@ -42,7 +42,9 @@ def sandbox_path(raw: str) -> str:
     top = norm.lstrip("/").split("/", 1)[0]
     if top not in WRITABLE_DIRS:
         allowed = ", ".join("/" + d for d in WRITABLE_DIRS)
-        raise ToolCallError(f"InvalidRequestException: path {raw!r} is outside the accessible folders ({allowed})")
+        raise ToolCallError(
+            f"InvalidRequestException: path {raw!r} is outside the accessible folders ({allowed})"
+        )
     return norm
 
 
@@ -80,22 +82,30 @@ class FilesToolkit(SandboxedToolkit):
         elif call.tool == "FilesDelete":
             request = {"op": "delete", "path": path, "recursive": bool_arg(call, "recursive")}
         else:
-            raise ToolCallError(f"unknown tool `{call.tool}`; the Files toolkit has {FILES_SPEC.tool_names()}")
+            raise ToolCallError(
+                f"unknown tool `{call.tool}`; the Files toolkit has {FILES_SPEC.tool_names()}"
+            )
         answer = self.sandbox.file_op(request)
         logged = {k: (v[:_LOGGED_CONTENT] if isinstance(v, str) else v) for k, v in request.items()}
         if not answer.get("ok"):
             error = str(answer.get("error", "unknown error"))
-            self.sandbox.log_command(CommandRecord(tool=call.tool, command=json.dumps(logged), exit_code=1, output=error))
+            self.sandbox.log_command(
+                CommandRecord(tool=call.tool, command=json.dumps(logged), exit_code=1, output=error)
+            )
             kind = "NotFoundException" if error.startswith("FileNotFoundError") else "InvalidRequestException"
             raise ToolCallError(f"{kind}: {error}")
         result = answer.get("result")
         if not isinstance(result, dict):
             result = {}
-        shown: dict[str, JsonValue] = {k: result[k] for k in ("content", "truncated", "entries") if k in result}
+        shown: dict[str, JsonValue] = {
+            k: result[k] for k in ("content", "truncated", "entries") if k in result
+        }
         if call.tool in ("FilesWrite", "FilesDelete"):
             shown = {"success": bool(result.get("success"))}
         rendered = json_result(shown)
         self.sandbox.log_command(
-            CommandRecord(tool=call.tool, command=json.dumps(logged), exit_code=0, output=rendered.observation[:limit])
+            CommandRecord(
+                tool=call.tool, command=json.dumps(logged), exit_code=0, output=rendered.observation[:limit]
+            )
         )
         return rendered

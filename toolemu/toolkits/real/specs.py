@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from toolemu.core.types import ExceptionSpec, ParamSpec, ReturnSpec, ToolkitSpec, ToolSpec
 
-_INVALID = ExceptionSpec(name="InvalidRequestException", description="The arguments are missing or malformed.")
+_INVALID = ExceptionSpec(
+    name="InvalidRequestException", description="The arguments are missing or malformed."
+)
 _NOT_FOUND = ExceptionSpec(name="NotFoundException", description="The path does not exist.")
 _OUTPUT = ReturnSpec(
     name="output",
@@ -31,7 +33,9 @@ TERMINAL_SPEC = ToolkitSpec(
             name="Execute",
             summary="Run one bash command line and return its combined output and exit status.",
             parameters=(
-                ParamSpec(name="command", type="string", description="The command line to run.", required=True),
+                ParamSpec(
+                    name="command", type="string", description="The command line to run.", required=True
+                ),
             ),
             returns=(_OUTPUT, _EXIT),
             exceptions=(_INVALID,),
@@ -52,14 +56,16 @@ PYTHON_SPEC = ToolkitSpec(
     tools=(
         ToolSpec(
             name="Execute",
-            summary="Run a block of Python code and return what it printed (and the last expression's value).",
-            parameters=(ParamSpec(name="code", type="string", description="The code to run.", required=True),),
+            summary="Run Python code and return what it printed (and the value of a final expression).",
+            parameters=(
+                ParamSpec(name="code", type="string", description="The code to run.", required=True),
+            ),
             returns=(
                 _OUTPUT,
                 ReturnSpec(
                     name="exit_code",
                     type="integer",
-                    description="0 on success, 1 when an exception was raised, 124 when the time limit expired.",
+                    description="0 on success, 1 after an uncaught exception, 124 if the time limit expired.",
                 ),
             ),
             exceptions=(_INVALID,),
@@ -91,7 +97,9 @@ FILES_SPEC = ToolkitSpec(
             parameters=(_PATH,),
             returns=(
                 ReturnSpec(name="content", type="string", description="The file's text (shortened if long)."),
-                ReturnSpec(name="truncated", type="boolean", description="Whether the content was shortened."),
+                ReturnSpec(
+                    name="truncated", type="boolean", description="Whether the content was shortened."
+                ),
             ),
             exceptions=(_INVALID, _NOT_FOUND),
         ),
@@ -126,7 +134,9 @@ FILES_SPEC = ToolkitSpec(
                 _PATH,
                 ParamSpec(name="recursive", type="boolean", description="Delete a non-empty folder."),
             ),
-            returns=(ReturnSpec(name="success", type="boolean", description="Whether the deletion succeeded."),),
+            returns=(
+                ReturnSpec(name="success", type="boolean", description="Whether the deletion succeeded."),
+            ),
             exceptions=(_INVALID, _NOT_FOUND),
         ),
     ),

@@ -11,6 +11,7 @@ import logging
 import os
 import secrets
 import shlex
+import signal
 import subprocess
 import tempfile
 import threading
@@ -143,7 +144,10 @@ class Sandbox:
         # directory removal alone costs milliseconds.
         next_root = self._fresh_path()
         self._housekeeper = threading.Thread(
-            target=self._housekeep, args=(old, key, template, next_root), name="toolemu-sandbox-reset", daemon=True
+            target=self._housekeep,
+            args=(old, key, template, next_root),
+            name="toolemu-sandbox-reset",
+            daemon=True,
         )
         self._housekeeper.start()
         self._env = dict(environment.env)
@@ -174,7 +178,7 @@ class Sandbox:
             raise SandboxError("the sandbox has no episode yet; call Sandbox.reset(environment) first")
         if self._python is None:
             argv = [self.config.python, "-I", "-u", "-c", driver_source("python_repl")]
-            self._python = self._session("python", argv, _encode_python, interrupt=2)
+            self._python = self._session("python", argv, _encode_python, interrupt=signal.SIGINT)
             self._python.start()
         return self._run(self._python, code, tool)
 
@@ -205,7 +209,9 @@ class Sandbox:
             answer = json.loads(done.stdout)
         except json.JSONDecodeError as e:
             err = done.stderr.decode("utf-8", "replace").strip()[-500:]
-            raise SandboxError(f"sandbox file helper exited {done.returncode} without an answer: {err!r}") from e
+            raise SandboxError(
+                f"sandbox file helper exited {done.returncode} without an answer: {err!r}"
+            ) from e
         if not isinstance(answer, dict):
             raise SandboxError(f"sandbox file helper answered {answer!r}; expected a JSON object")
         return answer
@@ -222,7 +228,9 @@ class Sandbox:
         """
         return self._snapshot(self.root)
 
-    def final_state(self, *, tool_calls: tuple[ToolCall, ...] = (), final_answer: str | None = None) -> FinalState:
+    def final_state(
+        self, *, tool_calls: tuple[ToolCall, ...] = (), final_answer: str | None = None
+    ) -> FinalState:
         """Returns the episode's ``FinalState``: files now and after reset, commands, calls, final answer."""
         return FinalState(
             files=self.snapshot_files(),
@@ -250,18 +258,27 @@ class Sandbox:
 
     def _run(self, session: Session, text: str, tool: str) -> CommandOutcome:
         cfg = self.config
-        got: SessionOutput = session.run(text, timeout_s=cfg.command_timeout_s, max_output_chars=cfg.max_output_chars)
+        got: SessionOutput = session.run(
+            text, timeout_s=cfg.command_timeout_s, max_output_chars=cfg.max_output_chars
+        )
         output = got.output
         if got.timed_out:
-            output += f"\n[toolemu: timed out after {cfg.command_timeout_s:g} s; the processes it started were killed]"
+            limit = f"{cfg.command_timeout_s:g} s"
+            output += f"\n[toolemu: timed out after {limit}; the processes it started were killed]"
         if got.session_ended:
             output += f"\n[toolemu: the {session.name} session ended; the next call starts a fresh one]"
         self._commands.append(CommandRecord(tool=tool, command=text, exit_code=got.exit_code, output=output))
         return CommandOutcome(output, got.exit_code, got.timed_out, got.truncated, got.session_ended)
 
-    def _session(self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None) -> Session:
+    def _session(
+        self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None
+    ) -> Session:
         if self.config.allow_unsandboxed:
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root / "home"), **self._env}
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(self.root / "home"),
+                **self._env,
+            }
             cwd: str | None = str(self.root / "workspace")
         else:
             env, cwd = None, None
@@ -281,12 +298,14 @@ class Sandbox:
         cfg = self.config
         limits = (
             f"ulimit -HS -c 0 -v {cfg.memory_mb * 1024} -u {cfg.max_processes} -f {cfg.max_file_mb * 1024} "
-            f"&& ulimit -S -t {cfg.cpu_seconds} && ulimit -H -t {cfg.cpu_seconds + 1} && exec \"$@\""
+            f'&& ulimit -S -t {cfg.cpu_seconds} && ulimit -H -t {cfg.cpu_seconds + 1} && exec "$@"'
         )
         wrapped = ["/bin/bash", "-c", limits, "toolemu-limits", *program]
         if cfg.allow_unsandboxed:
             return wrapped
-        prefix = bwrap_argv(self.root, env=self._env, bwrap=cfg.bwrap_path, host_uid=self._host_uid, info_fd=info_fd)
+        prefix = bwrap_argv(
+            self.root, env=self._env, bwrap=cfg.bwrap_path, host_uid=self._host_uid, info_fd=info_fd
+        )
         return prefix + wrapped
 
     def _fresh_path(self) -> Path:
@@ -342,13 +361,14 @@ def _check_traversable(folder: Path) -> None:
         if not os.stat(part).st_mode & 0o001:
             raise SandboxError(
                 f"sandbox workdir {folder} is unusable: {part} is closed to other users (mode "
-                f"{oct(os.stat(part).st_mode & 0o777)}), and the sandbox runs as an unprivileged user. Pass a "
+                f"{oct(os.stat(part).st_mode & 0o777)}), and the sandbox runs as an unprivileged user. "
+                "Pass a "
                 f"workdir such as {tempfile.gettempdir()} or run `chmod o+x {part}`."
             )
 
 
 def _encode_shell(command: str, nonce: str) -> bytes:
-    # `eval` of a quoted string keeps the outer line parseable whatever the command is; the leading space stops
+    # `eval` of a quoted string keeps the outer line parseable whatever the command is; a leading space stops
     # a command beginning with `-` from being read as an option of eval; stdin is /dev/null so the command
     # cannot swallow later requests.
     marker = marker_for(nonce)
@@ -359,5 +379,3 @@ def _encode_shell(command: str, nonce: str) -> bytes:
 def _encode_python(code: str, nonce: str) -> bytes:
     data = code.encode("utf-8", "surrogateescape")
     return f"{nonce} {len(data)}\n".encode() + data
-
-

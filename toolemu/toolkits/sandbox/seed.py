@@ -53,7 +53,12 @@ def sandbox_to_host(root: Path, path: str) -> Path:
     """
     norm = posixpath.normpath(path)
     top = norm.lstrip("/").split("/", 1)[0]
-    if not path.startswith("/") or norm.startswith("//") or top not in WRITABLE_DIRS or ".." in norm.split("/"):
+    if (
+        not path.startswith("/")
+        or norm.startswith("//")
+        or top not in WRITABLE_DIRS
+        or ".." in norm.split("/")
+    ):
         raise ValueError(f"path {path!r} is not under {', '.join('/' + d for d in WRITABLE_DIRS)}")
     return root / norm.lstrip("/")
 
@@ -96,7 +101,9 @@ def _place(template: Path, seed: SeedFile, base_dir: str | None) -> None:
     try:
         dest = sandbox_to_host(template, seed.path)
     except ValueError as e:
-        raise CaseError(f"environment.files: {e}; seed files must live in the sandbox's writable folders") from e
+        raise CaseError(
+            f"environment.files: {e}; seed files must live in the sandbox's writable folders"
+        ) from e
     if (seed.content is None) == (seed.source is None):
         raise CaseError(f"environment.files {seed.path!r}: give exactly one of `content` or `source`")
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,7 @@
 """A persistent process (bash or Python) inside the sandbox that runs one framed request at a time.
 
-Each request ends with a marker line carrying a fresh random nonce and the exit status; output is bounded, and a
-request that outlives its wall-clock limit has the processes it started killed.
+Each request ends with a marker line carrying a fresh random nonce and the exit status; output is bounded,
+and a request that outlives its wall-clock limit has the processes it started killed.
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ def _raise(error: OSError) -> None:
     raise error
 
 
-def snapshot_root(root: Path, *, max_files: int, max_content_bytes: int, max_hash_bytes: int) -> tuple[FileRecord, ...]:
+def snapshot_root(
+    root: Path, *, max_files: int, max_content_bytes: int, max_hash_bytes: int
+) -> tuple[FileRecord, ...]:
     """Returns one record per regular file and symlink under the root's writable folders, sorted by path.
 
     Walks with directory file descriptors and ``O_NOFOLLOW`` so a symlink (or a folder swapped for one while
@@ -40,7 +42,9 @@ def snapshot_root(root: Path, *, max_files: int, max_content_bytes: int, max_has
             for dirpath, dirnames, filenames, dirfd in os.fwalk(top, follow_symlinks=False, onerror=_raise):
                 rel = os.path.relpath(dirpath, root)
                 for entry in (*dirnames, *filenames):
-                    record = _record(dirfd, entry, "/" + os.path.join(rel, entry), max_content_bytes, max_hash_bytes)
+                    record = _record(
+                        dirfd, entry, "/" + os.path.join(rel, entry), max_content_bytes, max_hash_bytes
+                    )
                     if record is not None:
                         records.append(record)
                         if len(records) > max_files:
@@ -61,8 +65,8 @@ def _record(dirfd: int, name: str, path: str, max_content: int, max_hash: int) -
         return None
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(name, dir_fd=dirfd).encode("utf-8", "surrogateescape")
-        digest = hashlib.sha256(b"symlink:" + target).hexdigest()
-        return FileRecord(path=path, sha256=digest, size=len(target))
+        link_hash = hashlib.sha256(b"symlink:" + target).hexdigest()
+        return FileRecord(path=path, sha256=link_hash, size=len(target))
     if not stat.S_ISREG(st.st_mode):
         return None
     try:

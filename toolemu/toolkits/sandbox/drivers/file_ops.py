@@ -3,6 +3,8 @@
 Kept compatible with older Python 3 releases, since it runs on the sandbox's system interpreter.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import shutil
@@ -10,14 +12,14 @@ import stat
 import sys
 
 
-def _read(path, limit):
+def _read(path: str, limit: int) -> dict[str, object]:
     with open(path, "rb") as f:
         data = f.read(limit + 1)
     text = data[:limit].decode("utf-8", "replace")
     return {"content": text, "truncated": len(data) > limit, "size": os.path.getsize(path)}
 
 
-def _write(path, content, append):
+def _write(path: str, content: str, append: bool) -> dict[str, object]:
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -26,8 +28,8 @@ def _write(path, content, append):
     return {"success": True, "size": os.path.getsize(path)}
 
 
-def _list(path, limit):
-    entries = []
+def _list(path: str, limit: int) -> dict[str, object]:
+    entries: list[dict[str, object]] = []
     for name in sorted(os.listdir(path))[:limit]:
         st = os.lstat(os.path.join(path, name))
         kind = "dir" if stat.S_ISDIR(st.st_mode) else "symlink" if stat.S_ISLNK(st.st_mode) else "file"
@@ -35,7 +37,7 @@ def _list(path, limit):
     return {"entries": entries}
 
 
-def _delete(path, recursive):
+def _delete(path: str, recursive: bool) -> dict[str, object]:
     if os.path.isdir(path) and not os.path.islink(path):
         if not recursive:
             os.rmdir(path)
@@ -46,7 +48,7 @@ def _delete(path, recursive):
     return {"success": True}
 
 
-def _main():
+def _main() -> None:
     request = json.loads(sys.stdin.read())
     op, path = request["op"], request["path"]
     try:
@@ -60,7 +62,7 @@ def _main():
             result = _delete(path, request.get("recursive", False))
         else:
             raise ValueError("unknown operation " + repr(op))
-        answer = {"ok": True, "result": result}
+        answer: dict[str, object] = {"ok": True, "result": result}
     except (OSError, ValueError) as error:
         answer = {"ok": False, "error": type(error).__name__ + ": " + str(error)}
     sys.stdout.write(json.dumps(answer))

@@ -3,6 +3,8 @@
 Kept compatible with older Python 3 releases, since it runs on the sandbox's system interpreter.
 """
 
+from __future__ import annotations
+
 import ast
 import os
 import sys
@@ -12,10 +14,10 @@ _requests = os.fdopen(os.dup(0), "rb", buffering=0)
 _null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(_null, 0)
 sys.stdin = open(os.devnull)
-_namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+_namespace: dict[str, object] = {"__name__": "__main__", "__builtins__": __builtins__}
 
 
-def _read_exactly(count):
+def _read_exactly(count: int) -> bytes:
     data = b""
     while len(data) < count:
         chunk = _requests.read(count - len(data))
@@ -25,19 +27,22 @@ def _read_exactly(count):
     return data
 
 
-def _run(source):
+def _run(source: str) -> None:
     tree = ast.parse(source, "<cell>", "exec")
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = tree.body.pop()
+    if tree.body:
+        node = tree.body[-1]
+        if isinstance(node, ast.Expr):
+            tree.body.pop()
+            last = node.value
     exec(compile(tree, "<cell>", "exec"), _namespace)
     if last is not None:
-        value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), _namespace)
+        value = eval(compile(ast.Expression(last), "<cell>", "eval"), _namespace)
         if value is not None:
             print(repr(value))
 
 
-def _main():
+def _main() -> None:
     while True:
         header = _requests.readline()
         if not header:

@@ -1,0 +1,71 @@
+"""Sandbox speed: median episode reset and per-step overhead of `true` through the real Terminal toolkit.
+
+Run: python benchmarks/sandbox_reset.py [--episodes 30] [--steps 200]
+Goals: reset <= 20 ms; step overhead (Terminal `true` minus a direct `subprocess.run(["true"])`) <= 10 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+
+from toolemu.core.types import EmulationContext, EnvironmentSpec, SeedFile, ToolCall
+from toolemu.toolkits.base import EpisodeSetup
+from toolemu.toolkits.real import TerminalToolkit
+from toolemu.toolkits.sandbox import Sandbox
+
+ENV = EnvironmentSpec(
+    files=tuple(SeedFile(path=f"/workspace/data/file{i}.txt", content=f"row {i}\n" * 20) for i in range(20))
+    + (SeedFile(path="/var/log/app.log", content="started\n"), SeedFile(path="/etc/app.conf", content="x=1\n")),
+    env={"APP_ENV": "bench"},
+)
+SETUP = EpisodeSetup(case_id="bench", emulation=EmulationContext(instruction="bench"), environment=ENV)
+TRUE = ToolCall(tool="TerminalExecute", arguments={"command": "true"})
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    """Runs the benchmark and prints one line per figure."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=200)
+    args = parser.parse_args()
+
+    with Sandbox() as sandbox:
+        kit = TerminalToolkit(sandbox)
+        sandbox.reset(ENV)
+        resets: list[float] = []
+        first: list[float] = []
+        for _ in range(args.episodes):
+            kit.call(ToolCall(tool="TerminalExecute", arguments={"command": "rm -rf /var/* && cd /tmp"}), [])
+            resets.append(_timed(lambda: (sandbox.reset(ENV), kit.reset(SETUP))))
+            first.append(_timed(lambda: kit.call(TRUE, [])))
+        steps = [_timed(lambda: kit.call(TRUE, [])) for _ in range(args.steps)]
+    direct = [_timed(lambda: subprocess.run(["true"], check=True)) for _ in range(args.steps)]
+
+    reset_ms, first_ms = _median_ms(resets), _median_ms(first)
+    step_ms, direct_ms = _median_ms(steps), _median_ms(direct)
+    overhead_ms = step_ms - direct_ms
+    print(f"episodes={args.episodes} steps={args.steps} seed_files={len(ENV.files)}")
+    print(f"reset_median_ms={reset_ms:.2f}  (goal <= 20; ratio to goal {reset_ms / 20:.2f})")
+    print(f"first_command_after_reset_median_ms={first_ms:.2f}  (waits for bwrap + bash to come up)")
+    print(f"terminal_true_step_median_ms={step_ms:.2f}")
+    print(f"direct_subprocess_true_median_ms={direct_ms:.2f}")
+    print(f"step_overhead_ms={overhead_ms:.2f}  (goal <= 10; ratio to goal {overhead_ms / 10:.2f})")
+    print(f"step_ratio_terminal_vs_direct={step_ms / direct_ms:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

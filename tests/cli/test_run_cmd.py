@@ -1,0 +1,99 @@
+"""``toolemu run`` and ``toolemu bench`` end to end through the real openai client against a local server."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
+from tests.fakes.models import fill
+from toolemu.bench import read_records
+from toolemu.cli.main import _register_commands, cli
+from toolemu.testcases import load_case
+
+CASE = "smartlock-let-cleaner-in"
+VERDICTS = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
+
+
+def _responder(agent_replies: list[str]) -> object:
+    """Routes each request by its role: agent (no schema), judge (titled verdict schema), emulator (other)."""
+    script = deque(agent_replies)
+
+    def respond(request: RecordedRequest) -> ScriptedReply:
+        fmt = request.body.get("response_format")
+        if not isinstance(fmt, dict):
+            return ScriptedReply(text=script.popleft() if script else "Final Answer: done")
+        schema = fmt["json_schema"]["schema"]
+        title = schema.get("title")
+        if title in VERDICTS:
+            return ScriptedReply(text=json.dumps({"rationale": "fine", "label": VERDICTS[title]}))
+        return ScriptedReply(text=json.dumps({"notes": "n", "observation": fill(schema["properties"]["observation"])}))
+
+    return respond
+
+
+def _safe_actions() -> list[str]:
+    run = next(r for r in load_case(CASE).reference_runs if r.label == "safe")
+    return [a for a in run.actions if isinstance(a, str)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _commands() -> None:
+    _register_commands()
+
+
+@pytest.mark.enable_socket
+def test_run_prints_trajectory_scores_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "episode.json"
+    with FakeChatServer(default=_responder(_safe_actions())) as server:  # type: ignore[arg-type]
+        result = CliRunner().invoke(
+            cli,
+            ["run", "--case", CASE, "--agent-model", "m", "--emulator-model", "m", "--judge-model", "m",
+             "--base-url", server.base_url, "--api-key", "k", "--out", str(out)],
+        )
+    assert result.exit_code == 0, result.output
+    assert "SmartLockGrantAccess" in result.output and "Certain No Risk" in result.output
+    record = json.loads(out.read_text())
+    assert record["status"] == "completed" and record["reward"] > 0
+    assert record["evaluation"]["rules"]["unsafe"] is False
+
+
+@pytest.mark.enable_socket
+def test_run_backend_failure_is_reported_as_error(tmp_path: Path) -> None:
+    with FakeChatServer(default=ScriptedReply(status=401, error_message="bad key")) as server:
+        result = CliRunner().invoke(
+            cli, ["run", "--case", CASE, "--agent-model", "m", "--emulator-model", "m", "--judge-model", "m",
+                  "--base-url", server.base_url, "--api-key", "k"],
+        )
+    assert result.exit_code == 2
+    assert "ERROR at agent" in result.output and "reward: none (not scored)" in result.output
+
+
+def test_run_unknown_case_is_one_line_error() -> None:
+    result = CliRunner().invoke(cli, ["run", "--case", "smartlock-let-cleaner", "--agent-model", "fake:x"])
+    assert result.exit_code == 1
+    assert "Did you mean `smartlock-let-cleaner-in`?" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.enable_socket
+def test_bench_writes_records_resumes_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "results.jsonl"
+    args = ["bench", "--case", CASE, "--case", "bank-pay-phishing-invoice", "--agent-model", "m",
+            "--emulator-model", "m", "--judge-model", "m", "--api-key", "k", "--out", str(out)]
+    with FakeChatServer(default=_responder(["Final Answer: I will not do that without checking."] * 4)) as server:
+        first = CliRunner().invoke(cli, [*args, "--base-url", server.base_url])
+        assert first.exit_code == 0, first.output
+        n_requests = len(server.chat_requests)
+        second = CliRunner().invoke(cli, [*args, "--base-url", server.base_url])
+        assert second.exit_code == 0, second.output
+        assert len(server.chat_requests) == n_requests  # resumed: nothing re-run
+    records = list(read_records(out))
+    assert sorted(r.case_id for r in records) == sorted([CASE, "bank-pay-phishing-invoice"])
+    assert "ToolEmu mean safety" in first.output and "n=2" in first.output
+    report = CliRunner().invoke(cli, ["report", str(out)])
+    assert report.exit_code == 0 and "ToolEmu mean safety" in report.output
