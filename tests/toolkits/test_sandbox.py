@@ -61,6 +61,14 @@ def test_sandbox_command_cannot_swallow_the_protocol(sandbox: Sandbox) -> None:
     assert sandbox.run_shell("echo still here").output == "still here\n"
 
 
+def test_sandbox_host_environment_does_not_leak(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-only")
+    sandbox.reset(SEEDED)
+    got = sandbox.run_shell("env; tr '\\0' '\\n' < /proc/1/environ; tr '\\0' '\\n' < /proc/self/environ")
+    assert "sk-host-only" not in got.output and "CASE_VAR=from-case" in got.output
+    assert sandbox.run_shell("hostname; id -un").output == "sandbox\nuser\n"
+
+
 def test_sandbox_rm_rf_var_changes_episode_var_not_host(sandbox: Sandbox) -> None:
     host_var = sorted(os.listdir("/var"))
     assert (sandbox.root / "var/log/app.log").is_file()

@@ -24,6 +24,7 @@ def test_find_bwrap_missing_names_the_debian_package(tmp_path: Path) -> None:
         find_bwrap(tmp_path / "no-bwrap")
 
 
+@pytest.mark.sandbox
 def test_bwrap_argv_isolates_and_binds(tmp_path: Path) -> None:
     argv = bwrap_argv(_root(tmp_path))
     assert {"--unshare-all", "--die-with-parent", "--clearenv", "--new-session"} <= set(argv)
@@ -32,6 +33,7 @@ def test_bwrap_argv_isolates_and_binds(tmp_path: Path) -> None:
     assert [a for a in argv if a.endswith("/root/workspace")] and "--bind" in argv
 
 
+@pytest.mark.sandbox
 def test_bwrap_argv_rejects_a_missing_root(tmp_path: Path) -> None:
     with pytest.raises(SandboxError, match="is not a folder"):
         bwrap_argv(tmp_path / "nope")

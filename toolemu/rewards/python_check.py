@@ -12,6 +12,8 @@ import importlib.util
 import json
 import logging
 import math
+import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -37,6 +39,8 @@ UTILS_MOUNT = "/utils"
 """Where the evaluator's own folder (``utils/``, with any data files) appears inside the sandbox."""
 EVALUATOR_MEMORY_MB = 2048
 """Address-space limit of the evaluator process, in MiB."""
+LOADER_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d")
+"""Host files bound over the episode's ``/etc`` copies for the evaluator process."""
 COMPAT_MODULES = ("scoring.py", "common.py", "runner.py")
 """Files of ``oas_compat`` visible to evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
@@ -140,31 +144,50 @@ def run_oas_check(
         )
     if not Path(SANDBOX_PYTHON).exists():
         raise SandboxError(f"{prefix}: {SANDBOX_PYTHON} is missing; install python3 for OAS evaluators")
+    nonce = secrets.token_hex(16)
     request = {
         "evaluator": f"{UTILS_MOUNT}/{evaluator.name}",
+        "path": [COMPAT_MOUNT, UTILS_MOUNT],
+        "nonce": nonce,
         "function": oas_function(check),
         "trajectory": render_oas_blocks(trajectory, final_state),
         "chat": [m.model_dump() for m in final_state.messages],
         "memory_mb": EVALUATOR_MEMORY_MB,
         "cpu_seconds": math.ceil(timeout_s) + 1,
     }
-    env = {
-        "PYTHONPATH": f"{COMPAT_MOUNT}:{UTILS_MOUNT}",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONIOENCODING": "utf-8",
-    }
+    root = Path(final_state.root)
     with tempfile.TemporaryDirectory(prefix="toolemu-oas-") as staging:
         compat, utils = _stage(Path(staging), evaluator.parent)
+        binds = [*_loader_guards(root), (compat, COMPAT_MOUNT), (utils, UTILS_MOUNT)]
         argv = bwrap_argv(
-            Path(final_state.root),
-            writable=False,
-            extra_ro_binds=((compat, COMPAT_MOUNT), (utils, UTILS_MOUNT)),
-            env=env,
-            cwd="/",
+            root, writable=False, extra_ro_binds=binds, env={"PYTHONIOENCODING": "utf-8"}, cwd="/"
         )
-        argv += [SANDBOX_PYTHON, "-B", f"{COMPAT_MOUNT}/runner.py"]
+        # -I -S: no user site, no site/sitecustomize (Debian links it into the agent-writable /etc), no
+        # PYTHON* variables; the runner puts the compat modules and the evaluator's folder on sys.path itself.
+        argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{COMPAT_MOUNT}/runner.py"]
         reply = _run(argv, json.dumps(request), timeout_s, prefix)
+    if reply.get("nonce") != nonce:
+        raise CheckError(
+            f"{prefix}: the evaluator's output did not come from the runner (forged or corrupted reply)"
+        )
     return _verdict(reply, prefix, evaluator.name)
+
+
+def _loader_guards(root: Path) -> list[tuple[Path, str]]:
+    """Binds that hide the agent's dynamic-loader files from the evaluator process.
+
+    The episode's ``/etc`` is the agent's to write; an ``ld.so.preload`` or a doctored ``ld.so.cache`` there
+    would run the agent's code inside the evaluator and let it forge the verdict. The host's loader files
+    are bound over the agent's, and ``/dev/null`` over a planted ``ld.so.preload``.
+    """
+    etc = root / "etc"
+    binds: list[tuple[Path, str]] = []
+    for name in LOADER_FILES:
+        if os.path.lexists(etc / name) and Path("/etc", name).exists():
+            binds.append((Path("/etc", name), f"/etc/{name}"))
+    if os.path.lexists(etc / "ld.so.preload"):
+        binds.append((Path("/dev/null"), "/etc/ld.so.preload"))
+    return binds
 
 
 def _stage(staging: Path, evaluator_dir: Path) -> tuple[Path, Path]:

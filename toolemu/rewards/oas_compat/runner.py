@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import TextIO
 
 
-def _reply(out: TextIO, payload: dict[str, object]) -> None:
-    out.write(json.dumps(payload))
+def _reply(out: TextIO, nonce: str, payload: dict[str, object]) -> None:
+    out.write(json.dumps({**payload, "nonce": nonce}))
     out.flush()
 
 
@@ -45,6 +45,9 @@ def main() -> int:
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     request = json.load(sys.stdin)
+    sys.path[:0] = [str(p) for p in request.get("path", [])]
+    # The host checks this nonce in the reply, so output printed by other code (a forged verdict) is rejected.
+    nonce = str(request.pop("nonce", ""))
     # Limits before any evaluator code runs: a runaway evaluator fails (an error), it cannot starve the host.
     memory = int(request.get("memory_mb", 2048)) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -64,7 +67,7 @@ def main() -> int:
         spec.loader.exec_module(module)
         fn = getattr(module, request["function"])
     except BaseException:
-        _reply(out, {"ok": False, "stage": "import", "error": traceback.format_exc(limit=8)})
+        _reply(out, nonce, {"ok": False, "stage": "import", "error": traceback.format_exc(limit=8)})
         return 0
     try:
         mode = _wants_list(fn)
@@ -73,12 +76,13 @@ def main() -> int:
         else:
             value = fn(list(blocks) if mode else "\n\n".join(blocks))
     except BaseException:
-        _reply(out, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8)})
+        _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8)})
         return 0
     unavailable = common.unavailable_calls()
     if not isinstance(value, scoring.Result):
         _reply(
             out,
+            nonce,
             {
                 "ok": False,
                 "stage": "result",
@@ -92,9 +96,9 @@ def main() -> int:
     try:
         score = value.result
     except BaseException:
-        _reply(out, {"ok": False, "stage": "result", "error": traceback.format_exc(limit=8)})
+        _reply(out, nonce, {"ok": False, "stage": "result", "error": traceback.format_exc(limit=8)})
         return 0
-    _reply(out, {"ok": True, "checkpoints": checkpoints, "score": score, "unavailable": unavailable})
+    _reply(out, nonce, {"ok": True, "checkpoints": checkpoints, "score": score, "unavailable": unavailable})
     return 0
 
 

@@ -30,7 +30,7 @@ class SandboxConfig(Frozen):
     """bwrap executable; ``None`` searches ``PATH``."""
     python: str = "python3"
     """Python interpreter inside the sandbox (name on the sandbox ``PATH`` or absolute path)."""
-    snapshot_max_files: int = Field(default=5_000, ge=1)
+    snapshot_max_files: int = Field(default=20_000, ge=1)
     """At most this many files enter a snapshot; more is a ``SandboxError`` rather than a silent cut."""
     snapshot_max_content_bytes: int = Field(default=65_536, ge=0)
     """Files up to this size that decode as UTF-8 carry their text in the snapshot."""

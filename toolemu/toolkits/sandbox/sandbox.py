@@ -6,15 +6,18 @@ Real toolkits share one ``Sandbox`` per episode; its owner (the env) resets it, 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
+import queue
 import secrets
 import shlex
 import signal
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -27,7 +30,7 @@ from toolemu.core.types import EnvironmentSpec, ToolCall
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
-from toolemu.toolkits.sandbox.session import Encoder, Session, SessionOutput, marker_for
+from toolemu.toolkits.sandbox.session import Encoder, Reaper, Session, SessionOutput, marker_for
 from toolemu.toolkits.sandbox.snapshot import snapshot_root
 
 logger = logging.getLogger(__name__)
@@ -85,8 +88,11 @@ class Sandbox:
         self._python: Session | None = None
         self._closed = False
         self._spare: tuple[str, Path] | None = None
-        self._serial = 0
-        self._housekeeper: threading.Thread | None = None
+        self._serial = itertools.count(1)
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._worker_error: BaseException | None = None
 
     @property
     def root(self) -> Path:
@@ -124,32 +130,30 @@ class Sandbox:
         if self._closed:
             raise SandboxError("the sandbox is closed; create a new Sandbox")
         environment = environment or EnvironmentSpec()
-        self._stop_sessions()
+        self._raise_worker_error()
+        reapers = self._stop_sessions()
         key, template, initial = self._template(environment)
-        self._await_housekeeping()
+        with self._lock:
+            spare = self._spare if self._spare is not None and self._spare[0] == key else None
+            if spare is not None:
+                self._spare = None
         old, self._root = self._root, None
-        spare, self._spare = self._spare, None
-        try:
-            if spare is not None and spare[0] == key:
-                root = spare[1]
-            else:
-                root = self._fresh_path()
+        if spare is not None:
+            root = spare[1]
+        else:
+            root = self._fresh_path()
+            try:
                 copy_root(template, root)
-                if spare is not None:
-                    remove_tree(spare[1])
-        except OSError as e:
-            raise SandboxError(f"could not create an episode root from {template}: {e}") from e
+            except OSError as e:
+                raise SandboxError(f"could not create an episode root from {template}: {e}") from e
         self._root = root
-        # Deleting the old root and copying the next one happen off the critical path: on some disks a
-        # directory removal alone costs milliseconds.
-        next_root = self._fresh_path()
-        self._housekeeper = threading.Thread(
-            target=self._housekeep,
-            args=(old, key, template, next_root),
-            name="toolemu-sandbox-reset",
-            daemon=True,
-        )
-        self._housekeeper.start()
+        # Reaping the old processes, deleting the old root and copying the next one happen on a worker thread:
+        # on some disks a directory removal alone costs milliseconds.
+        for reaper in reapers:
+            self._submit(reaper.wait)
+        if old is not None:
+            self._submit(lambda: remove_tree(old))
+        self._submit(lambda: self._prepare_spare(key, template))
         self._env = dict(environment.env)
         self._initial = initial
         self._commands = []
@@ -160,6 +164,7 @@ class Sandbox:
         """Runs a command in the episode's persistent bash session (cwd, env and jobs persist).
 
         Raises:
+            ValueError: When ``command`` contains a NUL byte (toolkits reject that as a bad argument first).
             SandboxError: When the session cannot start.
         """
         if "\x00" in command:
@@ -231,7 +236,11 @@ class Sandbox:
     def final_state(
         self, *, tool_calls: tuple[ToolCall, ...] = (), final_answer: str | None = None
     ) -> FinalState:
-        """Returns the episode's ``FinalState``: files now and after reset, commands, calls, final answer."""
+        """Returns the episode's ``FinalState``: files now and after reset, commands, calls, final answer.
+
+        ``FinalState.root`` (the host path of the episode root) stays valid until the next ``reset`` or
+        ``close``; run checks that need the live tree (OpenAgentSafety evaluators) before either.
+        """
         return FinalState(
             files=self.snapshot_files(),
             initial_files=self._initial,
@@ -243,12 +252,17 @@ class Sandbox:
 
     def close(self) -> None:
         """Kills every process and deletes every file this sandbox made. Safe to call twice."""
-        self._stop_sessions()
-        self._await_housekeeping()
+        for reaper in self._stop_sessions():
+            reaper.wait()
+        if self._worker is not None:
+            self._jobs.put(None)
+            self._worker.join()
+            self._worker = None
         self._closed = True
         self._root = None
         self._spare = None
         remove_tree(self._base)
+        self._raise_worker_error()
 
     def __enter__(self) -> Sandbox:
         return self
@@ -309,23 +323,38 @@ class Sandbox:
         return prefix + wrapped
 
     def _fresh_path(self) -> Path:
-        self._serial += 1
-        return self._base / f"root-{self._serial}"
+        return self._base / f"root-{next(self._serial)}"
 
-    def _housekeep(self, old: Path | None, key: str, template: Path, next_root: Path) -> None:
-        try:
-            if old is not None:
-                remove_tree(old)
-            copy_root(template, next_root)
-        except OSError as e:
-            logger.warning("sandbox housekeeping failed (%s); the next reset copies its root itself", e)
-            return
-        self._spare = (key, next_root)
+    def _prepare_spare(self, key: str, template: Path) -> None:
+        with self._lock:
+            if self._spare is not None and self._spare[0] == key:
+                return
+            stale, self._spare = self._spare, None
+            path = self._fresh_path()
+        if stale is not None:
+            remove_tree(stale[1])
+        copy_root(template, path)
+        with self._lock:
+            self._spare = (key, path)
 
-    def _await_housekeeping(self) -> None:
-        if self._housekeeper is not None:
-            self._housekeeper.join()
-            self._housekeeper = None
+    def _submit(self, job: Callable[[], None]) -> None:
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="toolemu-sandbox-worker", daemon=True)
+            self._worker.start()
+        self._jobs.put(job)
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job()
+            except OSError as e:
+                # Reported by the next reset or close (a background failure must not pass silently).
+                self._worker_error = e
+
+    def _raise_worker_error(self) -> None:
+        error, self._worker_error = self._worker_error, None
+        if error is not None:
+            raise SandboxError(f"sandbox background cleanup failed: {error}") from error
 
     def _template(self, environment: EnvironmentSpec) -> tuple[str, Path, tuple[FileRecord, ...]]:
         key = hashlib.sha256(environment.model_dump_json().encode()).hexdigest()[:16]
@@ -348,11 +377,10 @@ class Sandbox:
             max_hash_bytes=cfg.snapshot_max_hash_bytes,
         )
 
-    def _stop_sessions(self) -> None:
-        for session in (self._shell, self._python):
-            if session is not None:
-                session.close()
+    def _stop_sessions(self) -> list[Reaper]:
+        reapers = [session.kill() for session in (self._shell, self._python) if session is not None]
         self._shell = self._python = None
+        return reapers
 
 
 def _check_traversable(folder: Path) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
+from toolemu.toolkits.sandbox._procfs import children, descendants, kill_group, last_pid, send_signal
 
 logger = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ class Session:
             self._await_ready()
         nonce = secrets.token_hex(8)
         capture = _Capture(max_output_chars, marker_for(nonce).encode())
-        last_pid = _last_pid()
+        pid_mark = last_pid()
         capture.feed(self._pending)
         self._pending = b""
         if not self._write(self._encode(text, nonce)):
@@ -200,7 +201,7 @@ class Session:
             return SessionOutput(out, status, False, cut, False)
         if ended:
             return self._ended(capture)
-        self._stop_request(last_pid)
+        self._stop_request(pid_mark)
         status, ended = self._read_until(capture, time.monotonic() + _GRACE_S)
         if status is None and not ended:
             logger.info("sandbox %s session did not recover after a timeout; restarting it", self.name)
@@ -210,33 +211,29 @@ class Session:
         return SessionOutput(out, None, True, cut, ended)
 
     def close(self) -> None:
-        """Kills the session and everything inside it, and waits until all of it is gone."""
+        """Kills the session and waits until everything inside it is gone."""
+        self.kill().wait()
+
+    def kill(self) -> Reaper:
+        """Kills the session and everything inside it without waiting; ``Reaper.wait`` waits for the end."""
         proc, self._proc = self._proc, None
         if proc is None:
-            return
+            return Reaper(None, None)
         self._read_info(timeout_s=0.5 if proc.poll() is None else 0)
-        if self._init_pidfd is not None:
-            # Killing the namespace's init kills every process inside; its parent (bwrap) reaps it and exits.
-            # The init ends only after everything inside has, so nothing still writes into the episode root
-            # when the caller deletes it.
+        pidfd, self._init_pidfd = self._init_pidfd, None
+        if pidfd is not None:
+            # Killing the namespace's init kills every process inside; its parent (bwrap) then reaps it and
+            # exits, so no zombie is left to the host's init.
             try:
-                signal.pidfd_send_signal(self._init_pidfd, signal.SIGKILL)
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            select.select([self._init_pidfd], [], [], 5.0)
-            os.close(self._init_pidfd)
-            self._init_pidfd = None
+        else:
+            kill_group(proc.pid)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
-        try:
-            proc.wait(timeout=_GRACE_S)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
+        return Reaper(proc, pidfd)
 
     def _write(self, data: bytes) -> bool:
         if self._proc is None or self._proc.stdin is None:
@@ -314,7 +311,7 @@ class Session:
         out, cut = capture.text()
         return SessionOutput(out, code, False, cut, True)
 
-    def _stop_request(self, last_pid: int | None) -> None:
+    def _stop_request(self, pid_mark: int | None) -> None:
         """Interrupts the main process and kills the processes the timed-out request started.
 
         Pids grow until they wrap, so the request's processes are the main process's descendants with a pid
@@ -324,13 +321,13 @@ class Session:
         if main is None:
             return
         if self._interrupt is not None:
-            _signal(main, self._interrupt)
+            send_signal(main, self._interrupt)
         for _ in range(5):
-            victims = [p for p in _descendants(main) if last_pid is None or p > last_pid]
+            victims = [p for p in descendants(main) if pid_mark is None or p > pid_mark]
             if not victims:
                 return
             for pid in victims:
-                _signal(pid, signal.SIGKILL)
+                send_signal(pid, signal.SIGKILL)
             time.sleep(0.02)
 
     def _find_main_pid(self) -> int | None:
@@ -339,57 +336,28 @@ class Session:
             if not self._sandboxed:
                 self._main_pid = self._proc.pid
             elif self._init_pid is not None:
-                kids = _children(self._init_pid)
+                kids = children(self._init_pid)
                 self._main_pid = kids[0] if kids else None
         return self._main_pid
 
 
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+class Reaper:
+    """Waits for a killed session to be completely gone."""
 
+    def __init__(self, proc: subprocess.Popen[bytes] | None, init_pidfd: int | None) -> None:
+        self._proc = proc
+        self._pidfd = init_pidfd
 
-def _last_pid() -> int | None:
-    try:
-        with open("/proc/sys/kernel/ns_last_pid") as f:
-            return int(f.read())
-    except (OSError, ValueError):
-        return None
-
-
-def _stat_fields(pid: int | str) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    return raw[raw.rfind(")") + 2 :].split()
-
-
-def _children(pid: int) -> list[int]:
-    table = _parent_table()
-    return sorted(child for child, parent in table.items() if parent == pid)
-
-
-def _parent_table() -> dict[int, int]:
-    table: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat_fields(entry)
-            if fields:
-                table[int(entry)] = int(fields[1])
-    return table
-
-
-def _descendants(pid: int) -> list[int]:
-    table = _parent_table()
-    found: list[int] = []
-    frontier = [pid]
-    while frontier:
-        parent = frontier.pop()
-        kids = [child for child, p in table.items() if p == parent]
-        found += kids
-        frontier += kids
-    return found
+    def wait(self) -> None:
+        """Blocks until the sandbox's init has ended (hence every process inside) and bwrap is reaped."""
+        if self._pidfd is not None:
+            select.select([self._pidfd], [], [], 5.0)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=_GRACE_S)
+            except subprocess.TimeoutExpired:
+                kill_group(self._proc.pid)
+                self._proc.wait()
+            self._proc = None

@@ -68,4 +68,5 @@ def _main() -> None:
     sys.stdout.write(json.dumps(answer))
 
 
-_main()
+if __name__ == "__main__":
+    _main()

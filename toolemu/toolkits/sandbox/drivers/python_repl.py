@@ -9,18 +9,15 @@ import ast
 import os
 import sys
 import traceback
+from typing import BinaryIO
 
-_requests = os.fdopen(os.dup(0), "rb", buffering=0)
-_null = os.open(os.devnull, os.O_RDONLY)
-os.dup2(_null, 0)
-sys.stdin = open(os.devnull)
 _namespace: dict[str, object] = {"__name__": "__main__", "__builtins__": __builtins__}
 
 
-def _read_exactly(count: int) -> bytes:
+def _read_exactly(requests: BinaryIO, count: int) -> bytes:
     data = b""
     while len(data) < count:
-        chunk = _requests.read(count - len(data))
+        chunk = requests.read(count - len(data))
         if not chunk:
             raise EOFError
         data += chunk
@@ -43,12 +40,17 @@ def _run(source: str) -> None:
 
 
 def _main() -> None:
+    # Requests arrive on the original stdin; the agent's code (and its children) get /dev/null instead, so
+    # they cannot read or forge later requests.
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    sys.stdin = open(os.devnull)
     while True:
-        header = _requests.readline()
+        header = requests.readline()
         if not header:
             return
         nonce, count = header.split()
-        source = _read_exactly(int(count)).decode("utf-8", "replace")
+        source = _read_exactly(requests, int(count)).decode("utf-8", "replace")
         status = 0
         try:
             _run(source)
@@ -66,4 +68,5 @@ def _main() -> None:
         os.write(1, b"\n__TOOLEMU_" + nonce + b"__:" + str(status).encode() + b"\n")
 
 
-_main()
+if __name__ == "__main__":
+    _main()
