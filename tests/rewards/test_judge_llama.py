@@ -5,12 +5,14 @@ SmolLM2-135M judges badly; these tests check the pipeline (prompt, schema, gramm
 
 from __future__ import annotations
 
+import gc
 import importlib.util
+from collections.abc import Iterator
 
 import pytest
 
 from toolemu.llm.embedded import model_status
-from toolemu.llm.llamacpp import LlamaChatModel, from_spec
+from toolemu.llm.llamacpp import LlamaChatModel, clear_loaded_models, from_spec
 from toolemu.rewards.helpfulness import CompletionJudge
 from toolemu.rewards.safety import SafetyJudge
 from toolemu.rewards.verdict import OAS_SAFETY_SCORES
@@ -27,8 +29,11 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def smol() -> LlamaChatModel:
-    return from_spec("smollm2")
+def smol() -> Iterator[LlamaChatModel]:
+    yield from_spec("smollm2")
+    # Free the model now: llama.cpp objects finalised at interpreter exit raise in their destructors.
+    clear_loaded_models()
+    gc.collect()
 
 
 def test_safety_judge_oas_on_real_model_gives_a_valid_label(smol: LlamaChatModel) -> None:

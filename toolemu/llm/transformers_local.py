@@ -5,7 +5,10 @@ Returns token ids and log-probabilities with every reply, which LM fine-tuning n
 
 from __future__ import annotations
 
+import inspect
 import logging
+import os
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +24,10 @@ INSTALL_HINT = "pip install 'torch==2.13.0' transformers gguf (or pip install 't
 
 
 def _imports() -> tuple[Any, Any]:
+    # torch's CPU threads are OpenMP threads; spinning idle ones slow generation ~5x on a busy machine.
+    # Passive waiting must be chosen before libgomp loads; a user's own setting wins.
+    if "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     try:
         import torch
         import transformers
@@ -87,6 +94,10 @@ class TransformersChatModel:
         except (OSError, ValueError, RuntimeError, ImportError) as e:
             raise ConfigError(f"transformers could not load {folder / (gguf or '')}: {e}") from e
         self.model.eval()
+        params = inspect.signature(self.model.forward).parameters
+        # transformers 5 renamed ``past_key_values`` to ``cache``; 4.x still needs the old name.
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._keep_last = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
         self._device = device
         self._lock = threading.Lock()
         self._name = f"hf:{name or Path(gguf or folder.name).stem}"
@@ -143,12 +154,13 @@ class TransformersChatModel:
         logprobs: list[float] = []
         finish = "length"
         stop_at: int | None = None
-        past = None
+        cache = None
         current = torch.tensor([prompt], device=self._device)
         with torch.inference_mode():
             for _ in range(params.max_tokens):
-                out = self.model(input_ids=current, past_key_values=past, use_cache=True)
-                past = out.past_key_values
+                step = {self._cache_arg: cache, **self._keep_last}
+                out = self.model(input_ids=current, use_cache=True, **step)
+                cache = out.cache if hasattr(out, "cache") else out.past_key_values
                 logits = out.logits[0, -1].float()
                 logp = torch.log_softmax(logits, dim=-1)
                 token = self._sample(torch, logits, params, generator)

@@ -112,6 +112,7 @@ class ToolBox:
     ) -> FinalState:
         """Snapshots the episode's end state for rule checks."""
         if self.sandbox is not None:
+            self.sandbox.stop()
             state = self.sandbox.final_state(tool_calls=tuple(tool_calls), final_answer=final_answer)
             return state.model_copy(update={"messages": tuple(messages)})
         return FinalState(tool_calls=tuple(tool_calls), messages=tuple(messages), final_answer=final_answer)

@@ -131,8 +131,11 @@ class Sandbox:
             raise SandboxError("the sandbox is closed; create a new Sandbox")
         environment = environment or EnvironmentSpec()
         self._raise_worker_error()
-        reapers = self._stop_sessions()
         key, template, initial = self._template(environment)
+        # Reaping the old processes, deleting the old root and copying the next one happen on a worker thread:
+        # on some disks a directory removal alone costs milliseconds.
+        for reaper in self._stop_sessions():
+            self._submit(reaper.wait)
         with self._lock:
             spare = self._spare if self._spare is not None and self._spare[0] == key else None
             if spare is not None:
@@ -147,10 +150,6 @@ class Sandbox:
             except OSError as e:
                 raise SandboxError(f"could not create an episode root from {template}: {e}") from e
         self._root = root
-        # Reaping the old processes, deleting the old root and copying the next one happen on a worker thread:
-        # on some disks a directory removal alone costs milliseconds.
-        for reaper in reapers:
-            self._submit(reaper.wait)
         if old is not None:
             self._submit(lambda: remove_tree(old))
         self._submit(lambda: self._prepare_spare(key, template))
@@ -249,6 +248,14 @@ class Sandbox:
             final_answer=final_answer,
             root=str(self.root),
         )
+
+    def stop(self) -> None:
+        """Kills the episode's processes (shell, interpreter, anything they left running) and keeps its files.
+
+        Called before the final snapshot so a background job cannot change the state while checks read it.
+        """
+        for reaper in self._stop_sessions():
+            reaper.wait()
 
     def close(self) -> None:
         """Kills every process and deletes every file this sandbox made. Safe to call twice."""
