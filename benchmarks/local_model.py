@@ -111,14 +111,18 @@ def main() -> None:
 
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"prompt: {prompt_rate:.1f} tok/s (median of {[round(r, 1) for r in prompt_rates]})")
-    print(f"generation: {gen_rate:.1f} tok/s (median of {[round(r, 1) for r in gen_rates]})  goal >= 30: "
-          f"{'met' if gen_rate >= 30 else 'NOT met'}")
-    print(f"judge call: {judge_latency:.2f}s median of warm calls (all: {[round(x, 2) for x in latencies]}; "
-          f"{sizes[0]} prompt tokens, system prompt cached after the first; {sizes[1]} generated)  "
-          f"goal <= 1.5s: {'met' if judge_latency <= 1.5 else 'NOT met'}")
+    print(
+        f"generation: {gen_rate:.1f} tok/s (median of {[round(r, 1) for r in gen_rates]})  goal >= 30: "
+        f"{'met' if gen_rate >= 30 else 'NOT met'}"
+    )
+    print(
+        f"judge call: {judge_latency:.2f}s median of warm calls (all: {[round(x, 2) for x in latencies]}; "
+        f"{sizes[0]} prompt tokens, system prompt cached after the first; {sizes[1]} generated)  "
+        f"goal <= 1.5s: {'met' if judge_latency <= 1.5 else 'NOT met'}"
+    )
     print(f"last verdict: {json.dumps(verdict)}")
     print(f"peak RSS: {peak_mb:.0f} MB  goal <= 1024 MB: {'met' if peak_mb <= 1024 else 'NOT met'}")
-    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine slows all figures)")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other work slows every figure)")
 
 
 if __name__ == "__main__":

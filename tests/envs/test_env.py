@@ -11,12 +11,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import toolemu
+from tests.fakes.models import world_model
 from toolemu.core.errors import EnvStateError
 from toolemu.envs import INFO_EVALUATION, INFO_PARSE_ERRORS, INFO_STATUS, INFO_TOOL_ERRORS, INFO_TRAJECTORY, ToolEmuEnv
 from toolemu.llm import FakeLLM
 from toolemu.testcases import load_case
 from toolemu.toolkits import load_toolkit_specs
-from tests.fakes.models import world_model
 
 CASE = "smartlock-let-cleaner-in"
 SAFE_JUDGES = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
@@ -43,7 +43,8 @@ def _reference(label: str) -> list[str]:
 
 
 def test_check_env_passes_with_fake_models() -> None:
-    env = gym.make("ToolEmu-v0", case=CASE, emulator_model=world_model(SAFE_JUDGES), judge_model=world_model(SAFE_JUDGES))
+    model = world_model(SAFE_JUDGES)
+    env = gym.make("ToolEmu-v0", case=CASE, emulator_model=model, judge_model=model)
     check_env(env.unwrapped, skip_render_check=True)
 
 
@@ -174,6 +175,6 @@ def test_every_toolemu_sample_case_loads_and_runs_one_step(raw: dict[str, object
     assert tool is not None
     args = {p.name: {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}[p.type]
             for p in tool.parameters if p.required}
-    obs, reward, terminated, truncated, info = env.step(f"Action: {first_tool}\nAction Input: {json.dumps(args)}")
+    obs, _, terminated, truncated, info = env.step(f"Action: {first_tool}\nAction Input: {json.dumps(args)}")
     assert not (terminated or truncated) and info[INFO_TOOL_ERRORS] == 0
     assert set(json.loads(obs)) <= {r.name for r in tool.returns}

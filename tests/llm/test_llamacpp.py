@@ -152,7 +152,7 @@ def test_llama_chat_model_rejects_non_gguf_file(tmp_path: Path) -> None:
 def test_from_spec_rejects_missing_path_without_downloading(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape("toolemu never downloads models")):
         from_spec("Qwen/Qwen2.5-0.5B-Instruct-GGUF")
-    with pytest.raises(ConfigError, match="nor a local .gguf file"):
+    with pytest.raises(ConfigError, match=re.escape("nor a local .gguf file")):
         from_spec(str(tmp_path / "absent.gguf"))
 
 

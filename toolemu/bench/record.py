@@ -10,6 +10,7 @@ from toolemu.core.errors import ConfigError
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen
 from toolemu.rewards.evaluation import Evaluation
+from toolemu.testcases import Case
 
 RECORD_SCHEMA_VERSION = 1
 
@@ -45,6 +46,37 @@ class EpisodeRecord(Frozen):
     """The infra error that ended the episode, if any."""
     seconds: float = 0.0
     """Wall time of the episode, evaluation included."""
+
+    @classmethod
+    def for_case(
+        cls,
+        case: Case,
+        *,
+        config_hash: str,
+        trial: int,
+        status: EpisodeStatus,
+        trajectory: Trajectory,
+        final_state: FinalState | None = None,
+        evaluation: Evaluation | None = None,
+        error: ErrorRecord | None = None,
+        seconds: float = 0.0,
+    ) -> EpisodeRecord:
+        """Builds a record, copying the case's metadata (category, intent, toolkits) for metrics."""
+        return cls(
+            case_id=case.id,
+            config_hash=config_hash,
+            trial=trial,
+            risk_category=case.risk_category.value if case.risk_category else None,
+            intent=case.intent.value if case.intent else None,
+            toolkits=case.toolkits,
+            status=status,
+            reward=evaluation.reward if evaluation is not None else None,
+            trajectory=trajectory,
+            final_state=final_state,
+            evaluation=evaluation,
+            error=error,
+            seconds=seconds,
+        )
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -65,7 +65,8 @@ def run_suite(
 
     def one(case: Case, trial: int) -> EpisodeRecord:
         if case.services:
-            return _error_record(case, run_hash, trial, f"needs services not available here: {', '.join(case.services)}")
+            missing = ", ".join(case.services)
+            return _error_record(case, run_hash, trial, f"needs services not available here: {missing}")
         try:
             env = ToolEmuEnv(case, env_config)
         except Error as e:
@@ -93,14 +94,6 @@ def run_suite(
 
 def _error_record(case: Case, run_hash: str, trial: int, message: str) -> EpisodeRecord:
     error = ErrorRecord(type="SetupError", message=message, boundary="infra")
-    return EpisodeRecord(
-        case_id=case.id,
-        config_hash=run_hash,
-        trial=trial,
-        risk_category=case.risk_category.value if case.risk_category else None,
-        intent=case.intent.value if case.intent else None,
-        toolkits=case.toolkits,
-        status="error",
-        trajectory=Trajectory(case_id=case.id, instruction=case.instruction, status="error", error=error),
-        error=error,
-    )
+    trajectory = Trajectory(case_id=case.id, instruction=case.instruction, status="error", error=error)
+    return EpisodeRecord.for_case(case, config_hash=run_hash, trial=trial, status="error", trajectory=trajectory,
+                                  error=error)

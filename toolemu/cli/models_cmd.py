@@ -2,31 +2,41 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import click
 
 from toolemu.cli.main import cli
 from toolemu.llm.embedded import MODELS, cache_dir, model_path, model_status
+from toolemu.llm.llamacpp import INSTALL_HINT
+
+
+def _runtime() -> str:
+    try:
+        return f"llama-cpp-python {importlib.metadata.version('llama-cpp-python')}"
+    except importlib.metadata.PackageNotFoundError:
+        return f"llama-cpp-python not installed: {INSTALL_HINT}"
 
 
 @cli.command("models")
-@click.option("--assemble", is_flag=True, help="Join, verify and cache installed models whose file is missing.")
+@click.option("--assemble", is_flag=True, help="Join, verify and cache installed models not assembled yet.")
 def models_cmd(assemble: bool) -> None:
-    """List the packaged models (llama:<key>), whether they are installed, and their files."""
+    """List the packaged models (use them as llama:<key>), whether they are installed, and their files."""
+    click.echo(f"runtime: {_runtime()}")
     click.echo(f"model cache: {cache_dir()}")
-    for key in MODELS:
+    for key, model in MODELS.items():
         if assemble and model_status(key).installed:
             model_path(key)
         status = model_status(key)
-        model = status.model
-        state = "installed" if status.installed else "not installed"
-        click.echo(f"\nllama:{key}  {model.title}  [{state}]")
+        click.echo(f"\nllama:{key}  {model.title}  [{'installed' if status.installed else 'not installed'}]")
         if not status.installed:
-            click.echo(f"  missing: {', '.join(status.missing)}")
+            every = len(status.missing) == len(model.distributions) > 1
+            missing = f"all {len(model.distributions)} packages" if every else ", ".join(status.missing)
+            click.echo(f"  missing: {missing}")
             click.echo(f"  install: {model.install_command}")
-            continue
-        if status.path is None or not status.exists:
-            click.echo(f"  file:    {status.path} (not assembled yet; run `toolemu models --assemble`)")
-            continue
-        size = f"{(status.size or 0) / 2**20:.1f} MiB"
-        checked = "sha256 verified" if status.verified else "sha256 not verified yet (checked on first use)"
-        click.echo(f"  file:    {status.path} ({size}, {checked})")
+        elif status.path is None or not status.exists:
+            click.echo(f"  file:    {status.path} (not assembled yet: `toolemu models --assemble` or first use)")
+        else:
+            size = f"{(status.size or 0) / 2**20:.1f} MiB"
+            checked = "sha256 verified" if status.verified else "sha256 not verified yet (checked on first use)"
+            click.echo(f"  file:    {status.path} ({size}, {checked})")

@@ -47,7 +47,11 @@ def render_tool_spec(prefix: str, tool: ToolSpec, *, with_exceptions: bool = Tru
         f"{p.name}: {p.type}{'' if p.required else ' (optional)'} - {p.description}" for p in tool.parameters
     )
     returns = ", ".join(f"{r.name}: {r.type} - {r.description}" for r in tool.returns)
-    lines = [f"{prefix}{tool.name}: {tool.summary}", f"  Arguments: {params or 'none'}", f"  Returns: {returns or 'none'}"]
+    lines = [
+        f"{prefix}{tool.name}: {tool.summary}",
+        f"  Arguments: {params or 'none'}",
+        f"  Returns: {returns or 'none'}",
+    ]
     if with_exceptions and tool.exceptions:
         lines.append("  Exceptions: " + "; ".join(f"{e.name}: {e.description}" for e in tool.exceptions))
     return "\n".join(lines)

@@ -36,7 +36,7 @@ class UnicodeText(Space[str]):
     def sample(self, mask: Any = None, probability: Any = None) -> str:
         """Returns a random string of 1-64 printable characters."""
         length = int(self.np_random.integers(1, min(64, self.max_length) + 1))
-        chars = []
+        chars: list[str] = []
         while len(chars) < length:
             c = chr(int(self.np_random.integers(0x20, 0xD7FF)))
             if c.isprintable():

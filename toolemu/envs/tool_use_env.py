@@ -215,7 +215,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             toolkits=self.case.toolkits,
             steps=tuple(self._steps),
             final_answer=final,
-            status=self._status or "running",
+            status="error" if error is not None else (self._status or "running"),
             error=error,
             versions={"env": ENV_VERSION, "emulator": EMULATOR_VERSION, **self.models.versions()},
         )

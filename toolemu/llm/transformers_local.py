@@ -88,9 +88,8 @@ class TransformersChatModel:
             kwargs["gguf_file"] = gguf
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(
-                str(folder), dtype=torch_dtype, **kwargs
-            ).to(device)
+            model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype, **kwargs)
+            self.model = model.to(device)
         except (OSError, ValueError, RuntimeError, ImportError) as e:
             raise ConfigError(f"transformers could not load {folder / (gguf or '')}: {e}") from e
         self.model.eval()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -10,7 +10,7 @@ from pydantic import Field
 from toolemu.core.types import EnvironmentSpec, Frozen, ToolCall
 
 
-class RiskCategory(str, Enum):
+class RiskCategory(StrEnum):
     """OpenAgentSafety's eight risk categories."""
 
     COMPUTER_SECURITY = "computer_security_compromise"
@@ -23,7 +23,7 @@ class RiskCategory(str, Enum):
     HARMFUL_DECISION = "harmful_decision_making"
 
 
-class Intent(str, Enum):
+class Intent(StrEnum):
     """Who pushes toward harm."""
 
     BENIGN = "benign_user"

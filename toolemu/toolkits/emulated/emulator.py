@@ -72,7 +72,8 @@ def check_reply(text: str, tool: ToolSpec) -> tuple[str, dict[str, JsonValue]]:
         declared = [e.name for e in tool.exceptions]
         if not isinstance(message, str) or not any(message.startswith(name) for name in declared):
             raise ValueError(
-                f'"error" must be a string starting with a declared exception ({", ".join(declared) or "none declared"})'
+                '"error" must be a string starting with a declared exception '
+                f"({', '.join(declared) or 'none declared'})"
             )
         return str(notes), observation
     problems = returns_problems(observation, tool.returns)
