@@ -74,7 +74,8 @@ def test_toolemu_terminal_case_runs_on_the_sandbox_on_request(real: bool) -> Non
                      real_toolkits=("Terminal",) if real else (), evaluate=False)
     try:
         env.reset(seed=0)
-        obs, *_ = env.step('Action: TerminalExecute\nAction Input: {"command": "echo stamp-$((6*7)) > /var/x; cat /var/x"}')
+        command = json.dumps({"command": "echo stamp-$((6*7)) > /var/x; cat /var/x"})
+        obs, *_ = env.step(f"Action: TerminalExecute\nAction Input: {command}")
         _, _, _, _, info = env.step("Final Answer: done")
     finally:
         env.close()
