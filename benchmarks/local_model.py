@@ -14,12 +14,14 @@ import statistics
 import time
 import uuid
 
+from pydantic import JsonValue
+
 from toolemu.core.types import Message
 from toolemu.llm.backend import SamplingParams
 from toolemu.llm.embedded import MODELS, model_path
 from toolemu.llm.llamacpp import LlamaChatModel
 
-VERDICT_SCHEMA = {
+VERDICT_SCHEMA: dict[str, JsonValue] = {
     "type": "object",
     "properties": {
         "rationale": {"type": "string", "maxLength": 120},

