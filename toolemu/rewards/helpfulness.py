@@ -9,18 +9,14 @@ from typing import Literal, get_args
 from pydantic import field_validator
 
 from toolemu.core.trajectory import Trajectory
-from toolemu.core.types import Message, ToolkitSpec
+from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
     DEFAULT_MAX_REASKS,
     JudgeOutput,
+    PromptJudge,
     Rationale,
-    build_messages,
-    case_fields,
-    load_prompt,
     match_label,
-    run_judge,
-    trajectory_fields,
 )
 from toolemu.rewards.verdict import HELPFULNESS_SCORES, CompletionVerdict, HelpfulnessVerdict
 from toolemu.testcases.schema import Case, Intent
@@ -48,7 +44,7 @@ class HelpfulnessOutput(JudgeOutput):
         return match_label(value, get_args(HelpfulnessLabel))
 
 
-class HelpfulnessJudge:
+class HelpfulnessJudge(PromptJudge):
     """Asks a model how well the agent met the case's expected achievements.
 
     Args:
@@ -58,8 +54,6 @@ class HelpfulnessJudge:
         max_tokens: Token budget of one verdict.
     """
 
-    name = "helpfulness"
-
     def __init__(
         self,
         model: ChatModel,
@@ -68,24 +62,14 @@ class HelpfulnessJudge:
         max_reasks: int = DEFAULT_MAX_REASKS,
         max_tokens: int = 512,
     ) -> None:
-        self.model = model
-        self.include_thoughts = include_thoughts
-        self.max_reasks = max_reasks
-        self.max_tokens = max_tokens
-        self.prompt = load_prompt(self.name)
-        self.version = self.prompt.version(HELPFULNESS_PROMPT_REVISION) + (
-            "+thoughts" if include_thoughts else ""
+        super().__init__(
+            model,
+            "helpfulness",
+            HELPFULNESS_PROMPT_REVISION,
+            include_thoughts=include_thoughts,
+            max_reasks=max_reasks,
+            max_tokens=max_tokens,
         )
-        """Recorded with every verdict; changes whenever the prompt text changes."""
-
-    def messages(
-        self, case: Case, trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = ()
-    ) -> list[Message]:
-        """Returns the judge prompt for ``trajectory`` (every untrusted part fenced)."""
-        fields = case_fields(case) | trajectory_fields(
-            trajectory, toolkit_specs=toolkit_specs, include_thoughts=self.include_thoughts
-        )
-        return build_messages(self.prompt, fields)
 
     def judge(
         self, case: Case, trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = ()
@@ -96,14 +80,7 @@ class HelpfulnessJudge:
             JudgeError: no valid verdict within the re-ask budget.
             LLMBackendError: the model call failed.
         """
-        call = run_judge(
-            self.model,
-            self.messages(case, trajectory, toolkit_specs=toolkit_specs),
-            HelpfulnessOutput,
-            judge=self.name,
-            max_reasks=self.max_reasks,
-            max_tokens=self.max_tokens,
-        )
+        call = self.ask(case, trajectory, HelpfulnessOutput, toolkit_specs=toolkit_specs)
         return HelpfulnessVerdict(
             label=call.output.label,
             score=HELPFULNESS_SCORES[call.output.label],
@@ -138,7 +115,7 @@ def is_completed(intent: Intent | None, *, refused: bool, task_done: bool) -> bo
     return task_done
 
 
-class CompletionJudge:
+class CompletionJudge(PromptJudge):
     """Asks a model whether the agent refused and whether it did the task; derives completion from the intent.
 
     Args:
@@ -148,8 +125,6 @@ class CompletionJudge:
         max_tokens: Token budget of one verdict.
     """
 
-    name = "completion"
-
     def __init__(
         self,
         model: ChatModel,
@@ -158,20 +133,14 @@ class CompletionJudge:
         max_reasks: int = DEFAULT_MAX_REASKS,
         max_tokens: int = 512,
     ) -> None:
-        self.model = model
-        self.include_thoughts = include_thoughts
-        self.max_reasks = max_reasks
-        self.max_tokens = max_tokens
-        self.prompt = load_prompt(self.name)
-        self.version = self.prompt.version(COMPLETION_PROMPT_REVISION) + (
-            "+thoughts" if include_thoughts else ""
+        super().__init__(
+            model,
+            "completion",
+            COMPLETION_PROMPT_REVISION,
+            include_thoughts=include_thoughts,
+            max_reasks=max_reasks,
+            max_tokens=max_tokens,
         )
-        """Recorded with every verdict; changes whenever the prompt text changes."""
-
-    def messages(self, case: Case, trajectory: Trajectory) -> list[Message]:
-        """Returns the judge prompt for ``trajectory`` (every untrusted part fenced)."""
-        fields = case_fields(case) | trajectory_fields(trajectory, include_thoughts=self.include_thoughts)
-        return build_messages(self.prompt, fields)
 
     def judge(self, case: Case, trajectory: Trajectory) -> CompletionVerdict:
         """Decides whether the legitimate task was completed.
@@ -180,14 +149,7 @@ class CompletionJudge:
             JudgeError: no valid verdict within the re-ask budget.
             LLMBackendError: the model call failed.
         """
-        call = run_judge(
-            self.model,
-            self.messages(case, trajectory),
-            CompletionOutput,
-            judge=self.name,
-            max_reasks=self.max_reasks,
-            max_tokens=self.max_tokens,
-        )
+        call = self.ask(case, trajectory, CompletionOutput)
         out = call.output
         completed = is_completed(case.intent, refused=out.refused, task_done=out.task_done)
         return CompletionVerdict(

@@ -306,3 +306,69 @@ def run_judge(
 def _reask_text(error: str, output_type: type[JudgeOutput]) -> str:
     schema = json.dumps(output_type.model_json_schema().get("properties", {}), ensure_ascii=False)
     return load_prompt("reask").user.substitute(error=error, fields=schema)
+
+
+class PromptJudge:
+    """Shared machinery of a judge: one prompt file, one model, fenced case and trajectory fields.
+
+    Subclasses set the prompt role and revision and turn the validated output into their verdict.
+
+    Args:
+        model: The judge model.
+        role: Prompt file name under ``rewards/prompts`` (without ``.md``); also the judge's name.
+        revision: Bumped by hand on a change of meaning; the version also hashes the prompt text.
+        include_thoughts: Also show the agent's thoughts to the judge.
+        max_reasks: Re-asks after an invalid verdict before a ``JudgeError``.
+        max_tokens: Token budget of one verdict.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        role: str,
+        revision: int,
+        *,
+        include_thoughts: bool = False,
+        max_reasks: int = DEFAULT_MAX_REASKS,
+        max_tokens: int = 512,
+    ) -> None:
+        self.model = model
+        self.name = role
+        self.include_thoughts = include_thoughts
+        self.max_reasks = max_reasks
+        self.max_tokens = max_tokens
+        self.prompt = load_prompt(role)
+        self.version = self.prompt.version(revision) + ("+thoughts" if include_thoughts else "")
+        """Recorded with every verdict; changes whenever the prompt text changes."""
+
+    def messages(
+        self, case: Case, trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = ()
+    ) -> list[Message]:
+        """Returns the judge prompt for ``trajectory`` (every untrusted part fenced)."""
+        fields = case_fields(case) | trajectory_fields(
+            trajectory, toolkit_specs=toolkit_specs, include_thoughts=self.include_thoughts
+        )
+        return build_messages(self.prompt, fields)
+
+    def ask(
+        self,
+        case: Case,
+        trajectory: Trajectory,
+        output_type: type[OutputT],
+        *,
+        toolkit_specs: Sequence[ToolkitSpec] = (),
+    ) -> JudgeCall[OutputT]:
+        """Runs the judge call and returns the validated output.
+
+        Raises:
+            JudgeError: no valid verdict within the re-ask budget.
+            LLMBackendError: the model call failed.
+        """
+        return run_judge(
+            self.model,
+            self.messages(case, trajectory, toolkit_specs=toolkit_specs),
+            output_type,
+            judge=self.name,
+            max_reasks=self.max_reasks,
+            max_tokens=self.max_tokens,
+        )

@@ -9,18 +9,14 @@ from pydantic import field_validator
 
 from toolemu.core.errors import ConfigError
 from toolemu.core.trajectory import Trajectory
-from toolemu.core.types import Message, ToolkitSpec
+from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
     DEFAULT_MAX_REASKS,
     JudgeOutput,
+    PromptJudge,
     Rationale,
-    build_messages,
-    case_fields,
-    load_prompt,
     match_label,
-    run_judge,
-    trajectory_fields,
 )
 from toolemu.rewards.verdict import SAFETY_SCORES, SafetyScale, SafetyVerdict
 from toolemu.testcases.schema import Case
@@ -68,7 +64,7 @@ _OUTPUTS: dict[SafetyScale, type[ToolEmuSafetyOutput] | type[OasSafetyOutput]] =
 }
 
 
-class SafetyJudge:
+class SafetyJudge(PromptJudge):
     """Asks a model whether the agent's actions were risky, given the case's risks.
 
     The judge reads actions, observations and the final answer; thoughts only with ``include_thoughts``.
@@ -97,24 +93,15 @@ class SafetyJudge:
             raise ConfigError(
                 f"safety scale `{scale}` is unknown; use one of {', '.join(get_args(SafetyScale))}"
             )
-        self.model = model
-        self.scale: SafetyScale = scale
-        self.include_thoughts = include_thoughts
-        self.max_reasks = max_reasks
-        self.max_tokens = max_tokens
-        self.name = f"safety_{scale}"
-        self.prompt = load_prompt(self.name)
-        self.version = self.prompt.version(SAFETY_PROMPT_REVISION) + ("+thoughts" if include_thoughts else "")
-        """Recorded with every verdict; changes whenever the prompt text changes."""
-
-    def messages(
-        self, case: Case, trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = ()
-    ) -> list[Message]:
-        """Returns the judge prompt for ``trajectory`` (every untrusted part fenced)."""
-        fields = case_fields(case) | trajectory_fields(
-            trajectory, toolkit_specs=toolkit_specs, include_thoughts=self.include_thoughts
+        super().__init__(
+            model,
+            f"safety_{scale}",
+            SAFETY_PROMPT_REVISION,
+            include_thoughts=include_thoughts,
+            max_reasks=max_reasks,
+            max_tokens=max_tokens,
         )
-        return build_messages(self.prompt, fields)
+        self.scale: SafetyScale = scale
 
     def judge(
         self, case: Case, trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = ()
@@ -133,14 +120,7 @@ class SafetyJudge:
             JudgeError: no valid verdict within the re-ask budget.
             LLMBackendError: the model call failed.
         """
-        call = run_judge(
-            self.model,
-            self.messages(case, trajectory, toolkit_specs=toolkit_specs),
-            _OUTPUTS[self.scale],
-            judge=self.name,
-            max_reasks=self.max_reasks,
-            max_tokens=self.max_tokens,
-        )
+        call = self.ask(case, trajectory, _OUTPUTS[self.scale], toolkit_specs=toolkit_specs)
         label = call.output.label
         return SafetyVerdict(
             scale=self.scale,
