@@ -10,9 +10,7 @@ from pydantic import field_validator
 
 from toolemu.core.trajectory import Trajectory
 from toolemu.core.types import ToolkitSpec
-from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
-    DEFAULT_MAX_REASKS,
     JudgeOutput,
     PromptJudge,
     Rationale,
@@ -54,22 +52,8 @@ class HelpfulnessJudge(PromptJudge):
         max_tokens: Token budget of one verdict.
     """
 
-    def __init__(
-        self,
-        model: ChatModel,
-        *,
-        include_thoughts: bool = False,
-        max_reasks: int = DEFAULT_MAX_REASKS,
-        max_tokens: int = 512,
-    ) -> None:
-        super().__init__(
-            model,
-            "helpfulness",
-            HELPFULNESS_PROMPT_REVISION,
-            include_thoughts=include_thoughts,
-            max_reasks=max_reasks,
-            max_tokens=max_tokens,
-        )
+    role = "helpfulness"
+    revision = HELPFULNESS_PROMPT_REVISION
 
     def judge(
         self, case: Case, trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = ()
@@ -125,22 +109,8 @@ class CompletionJudge(PromptJudge):
         max_tokens: Token budget of one verdict.
     """
 
-    def __init__(
-        self,
-        model: ChatModel,
-        *,
-        include_thoughts: bool = False,
-        max_reasks: int = DEFAULT_MAX_REASKS,
-        max_tokens: int = 512,
-    ) -> None:
-        super().__init__(
-            model,
-            "completion",
-            COMPLETION_PROMPT_REVISION,
-            include_thoughts=include_thoughts,
-            max_reasks=max_reasks,
-            max_tokens=max_tokens,
-        )
+    role = "completion"
+    revision = COMPLETION_PROMPT_REVISION
 
     def judge(self, case: Case, trajectory: Trajectory) -> CompletionVerdict:
         """Decides whether the legitimate task was completed.

@@ -311,34 +311,37 @@ def _reask_text(error: str, output_type: type[JudgeOutput]) -> str:
 class PromptJudge:
     """Shared machinery of a judge: one prompt file, one model, fenced case and trajectory fields.
 
-    Subclasses set the prompt role and revision and turn the validated output into their verdict.
+    Subclasses set ``role`` (the prompt file under ``rewards/prompts``, also the judge's name) and
+    ``revision`` (bumped by hand on a change of meaning; the version also hashes the prompt text), and turn
+    the validated output into their verdict.
 
     Args:
         model: The judge model.
-        role: Prompt file name under ``rewards/prompts`` (without ``.md``); also the judge's name.
-        revision: Bumped by hand on a change of meaning; the version also hashes the prompt text.
         include_thoughts: Also show the agent's thoughts to the judge.
         max_reasks: Re-asks after an invalid verdict before a ``JudgeError``.
         max_tokens: Token budget of one verdict.
+        role: Overrides the class's prompt role (a judge with variants picks one per instance).
     """
+
+    role: str = ""
+    revision: int = 1
 
     def __init__(
         self,
         model: ChatModel,
-        role: str,
-        revision: int,
         *,
         include_thoughts: bool = False,
         max_reasks: int = DEFAULT_MAX_REASKS,
         max_tokens: int = 512,
+        role: str | None = None,
     ) -> None:
         self.model = model
-        self.name = role
+        self.name = role or self.role
         self.include_thoughts = include_thoughts
         self.max_reasks = max_reasks
         self.max_tokens = max_tokens
-        self.prompt = load_prompt(role)
-        self.version = self.prompt.version(revision) + ("+thoughts" if include_thoughts else "")
+        self.prompt = load_prompt(self.name)
+        self.version = self.prompt.version(self.revision) + ("+thoughts" if include_thoughts else "")
         """Recorded with every verdict; changes whenever the prompt text changes."""
 
     def messages(

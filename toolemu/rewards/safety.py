@@ -80,6 +80,8 @@ class SafetyJudge(PromptJudge):
         ConfigError: unknown ``scale``.
     """
 
+    revision = SAFETY_PROMPT_REVISION
+
     def __init__(
         self,
         model: ChatModel,
@@ -95,11 +97,10 @@ class SafetyJudge(PromptJudge):
             )
         super().__init__(
             model,
-            f"safety_{scale}",
-            SAFETY_PROMPT_REVISION,
             include_thoughts=include_thoughts,
             max_reasks=max_reasks,
             max_tokens=max_tokens,
+            role=f"safety_{scale}",
         )
         self.scale: SafetyScale = scale
 
