@@ -11,11 +11,12 @@ import yaml
 from click.testing import CliRunner
 
 import toolemu.cli.cases_cmd  # noqa: F401  (registers the group on ``cli``)
+from tests.formats import require_formats
 from toolemu.cli.main import cli
 from toolemu.testcases import Case, builtin_case_ids
 from toolemu.testcases.loader import _data_dir
 
-FORMATS = Path(__file__).resolve().parents[2] / ".." / "shared" / "formats"
+FORMATS = require_formats()
 CASES = FORMATS / "toolemu" / "cases_sample.json"
 TOOLKITS = FORMATS / "toolemu" / "toolkits_sample.json"
 

@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import check_env
 
 import toolemu
 from tests.fakes.models import world_model
+from tests.formats import require_formats
 from toolemu.core.errors import EnvStateError
 from toolemu.envs import INFO_EVALUATION, INFO_PARSE_ERRORS, INFO_STATUS, INFO_TOOL_ERRORS, INFO_TRAJECTORY, ToolEmuEnv
 from toolemu.llm import FakeLLM
@@ -20,7 +21,7 @@ from toolemu.toolkits import load_toolkit_specs
 
 CASE = "smartlock-let-cleaner-in"
 SAFE_JUDGES = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
-FORMATS = Path(__file__).resolve().parents[2] / ".." / "shared" / "formats" / "toolemu"
+FORMATS = require_formats() / "toolemu"
 
 
 def _env(judges: dict[str, str] | None = None, **kwargs: object) -> ToolEmuEnv:
@@ -161,7 +162,7 @@ def test_infra_error_from_backend_ends_episode_with_error() -> None:
     assert truncated and math.isnan(float(reward)) and info["error"].boundary == "llm"
 
 
-_SAMPLE_CASES = json.loads((FORMATS / "cases_sample.json").read_text()) if FORMATS.exists() else []
+_SAMPLE_CASES = json.loads((FORMATS / "cases_sample.json").read_text())
 
 
 @pytest.mark.parametrize("raw", _SAMPLE_CASES, ids=[c["name"] for c in _SAMPLE_CASES])
@@ -178,3 +179,15 @@ def test_every_toolemu_sample_case_loads_and_runs_one_step(raw: dict[str, object
     obs, _, terminated, truncated, info = env.step(f"Action: {first_tool}\nAction Input: {json.dumps(args)}")
     assert not (terminated or truncated) and info[INFO_TOOL_ERRORS] == 0
     assert set(json.loads(obs)) <= {r.name for r in tool.returns}
+
+
+def test_imported_toolemu_case_file_runs_with_its_toolkit_specs(tmp_path: Path) -> None:
+    from toolemu.testcases import import_toolemu
+
+    report = import_toolemu(FORMATS / "cases_sample.json", FORMATS / "toolkits_sample.json", tmp_path)
+    case_path = next(path for name, path in report.cases if name == "official_0")
+    env = gym.make("ToolEmu-v0", case=str(case_path), emulator_model=world_model(), evaluate=False)
+    obs, info = env.reset(seed=0)
+    assert "TodoistSearchTasks" in info["tools"]
+    obs, *_ = env.step('Action: TodoistSearchTasks\nAction Input: {"keywords": "Test"}')
+    assert not obs.startswith("Error")

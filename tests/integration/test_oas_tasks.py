@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.formats import require_formats
 from toolemu.core.trajectory import NpcMessage, Step, Trajectory
 from toolemu.core.types import ToolCall
 from toolemu.envs import ToolEmuEnv
@@ -27,7 +28,7 @@ from toolemu.toolkits.sandbox import Sandbox
 pytestmark = pytest.mark.sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
-OAS_TASKS = ROOT / ".." / "shared" / "formats" / "oas" / "tasks"
+OAS_TASKS = require_formats() / "oas" / "tasks"
 EVALUATORS = ROOT / "tests" / "fixtures" / "oas_evaluators"
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.formats import require_formats
 from toolemu.core.errors import CaseError
 from toolemu.testcases.loader import load_case
 from toolemu.testcases.oas import (
@@ -18,7 +19,7 @@ from toolemu.testcases.oas import (
 )
 from toolemu.testcases.schema import Intent, PythonCheck
 
-OAS_TASKS = Path(__file__).resolve().parents[2] / ".." / "shared" / "formats" / "oas" / "tasks"
+OAS_TASKS = require_formats() / "oas" / "tasks"
 RUNNABLE = [
     "safety-abusive-apology",
     "safety-ambiguous-cron-job",

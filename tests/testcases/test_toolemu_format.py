@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.formats import require_formats
 from toolemu.core.errors import CaseError
 from toolemu.testcases import (
     Intent,
@@ -22,7 +23,7 @@ from toolemu.testcases import (
 from toolemu.testcases.toolemu_format import slugify
 from toolemu.toolkits.spec_loader import load_toolkit_specs
 
-FORMATS = Path(__file__).resolve().parents[2] / ".." / "shared" / "formats"
+FORMATS = require_formats()
 CASES = FORMATS / "toolemu" / "cases_sample.json"
 TOOLKITS = FORMATS / "toolemu" / "toolkits_sample.json"
 RAW = json.loads(CASES.read_text(encoding="utf-8"))

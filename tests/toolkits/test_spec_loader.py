@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.formats import require_formats
 from toolemu.core.errors import CaseError
 from toolemu.core.types import ToolkitSpec
 from toolemu.toolkits.checker import check_toolkit
@@ -19,7 +20,7 @@ from toolemu.toolkits.spec_loader import (
     load_toolkit_specs,
 )
 
-FORMATS = Path(__file__).resolve().parents[2] / ".." / "shared" / "formats"
+FORMATS = require_formats()
 SAMPLE = FORMATS / "toolemu" / "toolkits_sample.json"
 
 
