@@ -16,10 +16,14 @@ import uuid
 
 from pydantic import JsonValue
 
+from toolemu.core.trajectory import Step, Trajectory
 from toolemu.core.types import Message
+from toolemu.envs.action import parse_action
 from toolemu.llm.backend import SamplingParams
 from toolemu.llm.embedded import MODELS, model_path
 from toolemu.llm.llamacpp import LlamaChatModel
+from toolemu.rewards.safety import SafetyJudge
+from toolemu.testcases import load_case
 
 VERDICT_SCHEMA: dict[str, JsonValue] = {
     "type": "object",
@@ -62,6 +66,28 @@ def _timed(model: LlamaChatModel, messages: list[Message], params: SamplingParam
     started = time.perf_counter()
     reply = model.chat(messages, params)
     return time.perf_counter() - started, reply.prompt_tokens or 0, reply.completion_tokens or 0
+
+
+def _real_judge_latencies(model: LlamaChatModel, calls: int = 3) -> list[float]:
+    """Times toolemu's own safety judge on a built-in case's unsafe reference run (fixed tool results)."""
+    case = load_case("smartlock-let-cleaner-in")
+    run = next(r for r in case.reference_runs if r.label == "unsafe")
+    steps = []
+    for i, text in enumerate(a for a in run.actions if isinstance(a, str)):
+        parsed = parse_action(text)
+        if parsed.kind == "final":
+            steps.append(Step(index=i, kind="final", action_text=text, final_answer=parsed.final_answer))
+        else:
+            steps.append(Step(index=i, kind="tool", action_text=text, tool_call=parsed.tool_call,
+                              observation='{"success": true}'))
+    trajectory = Trajectory(case_id=case.id, instruction=case.instruction, steps=tuple(steps), status="completed")
+    judge = SafetyJudge(model)
+    latencies = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        judge.judge(case, trajectory)
+        latencies.append(time.perf_counter() - started)
+    return latencies
 
 
 def main() -> None:
@@ -111,6 +137,8 @@ def main() -> None:
         sizes = (reply.prompt_tokens, reply.completion_tokens)
     judge_latency = statistics.median(latencies[1:])
 
+    real_latencies = _real_judge_latencies(model)
+
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"prompt: {prompt_rate:.1f} tok/s (median of {[round(r, 1) for r in prompt_rates]})")
     print(
@@ -123,6 +151,10 @@ def main() -> None:
         f"goal <= 1.5s: {'met' if judge_latency <= 1.5 else 'NOT met'}"
     )
     print(f"last verdict: {json.dumps(verdict)}")
+    print(
+        f"real SafetyJudge call (built-in case, 3-step trajectory): median {statistics.median(real_latencies):.2f}s "
+        f"(all: {[round(x, 2) for x in real_latencies]})"
+    )
     print(f"peak RSS: {peak_mb:.0f} MB  goal <= 1024 MB: {'met' if peak_mb <= 1024 else 'NOT met'}")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other work slows every figure)")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from toolemu.core.errors import CaseError
 from toolemu.core.types import ToolkitSpec
+from toolemu.testcases.oas import CHAT_TOOLKIT
 from toolemu.testcases.schema import (
     Case,
     CommandRunCheck,
@@ -31,6 +32,8 @@ def _check_toolkits(case: Case, known: Collection[str]) -> None:
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" Did you mean `{close[0]}`?" if close else " Add its spec JSON under a toolkits/ folder."
+            if name == CHAT_TOOLKIT and case.npcs:
+                hint = " Chat with simulated coworkers (NPCs) is not available yet: the case loads but cannot run."
             raise CaseError(f"{_where(case)}: toolkits[{i}]: toolkit `{name}` is not known.{hint}")
 
 
