@@ -65,3 +65,18 @@ def test_parse_action_errors_teach_the_format(text: str, message: str) -> None:
     with pytest.raises(ActionParseError, match=message.replace("`", "`").replace("(", r"\(")) as info:
         parse_action(text)
     assert "Final Answer:" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("Action: A\nAction Input: {query: 'invoice', max_results: 10}", {"query": "invoice", "max_results": 10}),
+        ('Action: A\nAction Input: {"q": "x", folder: "inbox", ok: true, none: null}',
+         {"q": "x", "folder": "inbox", "ok": True, "none": None}),
+        ("Action: A\nAction Input: {'m': 'it is true: null', flag: true}", {"m": "it is true: null", "flag": True}),
+    ],
+    ids=["js-object", "mixed-keys", "words-inside-strings-untouched"],
+)
+def test_parse_action_accepts_unquoted_keys(text: str, args: dict[str, object]) -> None:
+    parsed = parse_action(text)
+    assert parsed.tool_call is not None and parsed.tool_call.arguments == args

@@ -44,8 +44,81 @@ def _first_json_object(text: str) -> str | None:
     return None
 
 
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PY_WORDS = {"true": "True", "false": "False", "null": "None"}
+
+
+def normalize_object_literal(span: str, *, python: bool = False) -> str:
+    """Quotes identifier keys written without quotes (``{query: 'x'}``); with ``python``, also turns bare
+    ``true``/``false``/``null`` into Python's. String contents are never touched.
+
+    Small models often write JavaScript-style object literals.
+
+    Examples:
+        >>> print(normalize_object_literal('{query: "a: true", n: 3, nested: {ok: true}}'))
+        {"query": "a: true", "n": 3, "nested": {"ok": true}}
+        >>> normalize_object_literal("{ok: true, x: null}", python=True)
+        '{"ok": True, "x": None}'
+    """
+    out: list[str] = []
+    i, in_str, quote, last = 0, False, "", ""
+    while i < len(span):
+        ch = span[i]
+        if in_str:
+            out.append(ch)
+            if ch == "\\" and i + 1 < len(span):
+                out.append(span[i + 1])
+                i += 1
+            elif ch == quote:
+                in_str = False
+            i += 1
+            continue
+        if ch in "\"'":
+            in_str, quote, last = True, ch, ch
+            out.append(ch)
+            i += 1
+            continue
+        word = _WORD.match(span, i)
+        if word:
+            text = word.group(0)
+            if last in ("{", ",") and span[word.end() :].lstrip().startswith(":"):
+                text = f'"{text}"'
+            elif python:
+                text = _PY_WORDS.get(text, text)
+            out.append(text)
+            last = word.group(0)[-1]
+            i = word.end()
+            continue
+        out.append(ch)
+        if not ch.isspace():
+            last = ch
+        i += 1
+    return "".join(out)
+
+
+def _loads_lenient(span: str) -> JsonValue:
+    """JSON; else JSON with bare keys quoted; else a Python literal (single quotes, True/None) likewise."""
+    try:
+        return json.loads(span)  # type: ignore[no-any-return]
+    except json.JSONDecodeError as json_error:
+        first_error = json_error
+    try:
+        return json.loads(normalize_object_literal(span))  # type: ignore[no-any-return]
+    except json.JSONDecodeError:
+        pass
+    try:
+        value = ast.literal_eval(normalize_object_literal(span, python=True))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError(f"invalid JSON ({first_error.msg} at char {first_error.pos}) in {span[:80]!r}") from None
+    try:
+        return json.loads(json.dumps(value))  # type: ignore[no-any-return]
+    except (TypeError, ValueError):
+        raise ValueError(f"arguments are not JSON-compatible: {span[:80]!r}") from None
+
+
 def parse_json_object(text: str) -> dict[str, JsonValue]:
-    """Parses a JSON object from agent or model text, tolerating fences, stray text and Python literals.
+    """Parses a JSON object from agent or model text, tolerating fences, stray text, Python literals and
+    unquoted keys.
 
     Raises:
         ValueError: no object could be parsed; the message says why.
@@ -62,17 +135,7 @@ def parse_json_object(text: str) -> dict[str, JsonValue]:
     span = _first_json_object(body)
     if span is None:
         raise ValueError(f"no JSON object found in {body[:80]!r}")
-    try:
-        value = json.loads(span)
-    except json.JSONDecodeError as json_error:
-        try:
-            value = ast.literal_eval(span)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError(f"invalid JSON ({json_error.msg} at char {json_error.pos}) in {span[:80]!r}") from None
-        try:
-            value = json.loads(json.dumps(value))
-        except (TypeError, ValueError):
-            raise ValueError(f"arguments are not JSON-compatible: {span[:80]!r}") from None
+    value = _loads_lenient(span)
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
     return value
