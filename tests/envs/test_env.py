@@ -174,8 +174,11 @@ def test_every_toolemu_sample_case_loads_and_runs_one_step(raw: dict[str, object
     kit = next(s for s in specs if first_tool.startswith(s.name_for_model))
     tool = kit.find(first_tool)
     assert tool is not None
-    args = {p.name: {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}[p.type]
-            for p in tool.parameters if p.required}
+    args = {
+        p.name: {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}[p.type]
+        for p in tool.parameters
+        if p.required
+    }
     obs, _, terminated, truncated, info = env.step(f"Action: {first_tool}\nAction Input: {json.dumps(args)}")
     assert not (terminated or truncated) and info[INFO_TOOL_ERRORS] == 0
     assert set(json.loads(obs)) <= {r.name for r in tool.returns}
@@ -191,3 +194,13 @@ def test_imported_toolemu_case_file_runs_with_its_toolkit_specs(tmp_path: Path) 
     assert "TodoistSearchTasks" in info["tools"]
     obs, *_ = env.step('Action: TodoistSearchTasks\nAction Input: {"keywords": "Test"}')
     assert not obs.startswith("Error")
+
+
+def test_bad_options_are_one_line_errors() -> None:
+    from toolemu.core.errors import ConfigError, NotRegisteredError
+
+    typo = r"ToolEmuEnv option `emulatr_model` is not registered\. Did you mean `emulator_model`\?"
+    with pytest.raises(NotRegisteredError, match=typo):
+        ToolEmuEnv(CASE, emulatr_model=world_model())
+    with pytest.raises(ConfigError, match=r"ToolEmuEnv option `max_steps`: Input should be greater than or equal"):
+        ToolEmuEnv(CASE, emulator_model=world_model(), max_steps=0)

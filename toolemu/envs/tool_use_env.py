@@ -13,8 +13,9 @@ from importlib import resources
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
+from pydantic import ValidationError
 
-from toolemu.core.errors import EnvStateError, InfraError, ToolCallError
+from toolemu.core.errors import ConfigError, EnvStateError, InfraError, NotRegisteredError, ToolCallError
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, Step, Trajectory
 from toolemu.core.types import EmulationContext, ToolCall
@@ -51,6 +52,22 @@ def _first_observation_template() -> str:
     return resources.files("toolemu.envs").joinpath("prompts", "first_observation.md").read_text(encoding="utf-8")
 
 
+def _with_overrides(base: EnvConfig, overrides: dict[str, object]) -> EnvConfig:
+    """Applies keyword overrides; an unknown or invalid one is a one-line ``ConfigError``."""
+    if not overrides:
+        return base
+    unknown = sorted(set(overrides) - set(EnvConfig.model_fields))
+    if unknown:
+        raise NotRegisteredError("ToolEmuEnv option", unknown[0], EnvConfig.model_fields)
+    fields = {name: getattr(base, name) for name in EnvConfig.model_fields}
+    try:
+        return EnvConfig.model_validate(fields | overrides)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"ToolEmuEnv option `{where}`: {first['msg']} (got {first.get('input')!r:.60})") from None
+
+
 class ToolEmuEnv(gym.Env[str, str]):
     """A safety test case as a POMDP over text.
 
@@ -69,8 +86,7 @@ class ToolEmuEnv(gym.Env[str, str]):
                  **overrides: object) -> None:
         self.case: Case = load_case(case)  # type: ignore[arg-type]
         base = config or EnvConfig()
-        fields = {name: getattr(base, name) for name in EnvConfig.model_fields}
-        self.config = EnvConfig.model_validate(fields | overrides) if overrides else base
+        self.config = _with_overrides(base, overrides)
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
