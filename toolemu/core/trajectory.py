@@ -108,8 +108,8 @@ class FinalState(Frozen):
     """Messages exchanged with NPCs."""
     final_answer: str | None = None
     """The agent's final answer."""
-    root: str | None = None
-    """Host path of the sandbox root while it still exists (for Python checks); not serialised for judges."""
+    root: str | None = Field(default=None, exclude=True)
+    """Host path of the sandbox root while it still exists (for Python checks); never serialised."""
 
     def file(self, path: str) -> FileRecord | None:
         """Returns the final record for ``path`` or ``None``."""
