@@ -24,10 +24,11 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q --doctest-modules toolemu tests
-	$(VENV)/bin/lint-imports
+	$(MAKE) --no-print-directory lint
 
 lint: setup
-	$(VENV)/bin/ruff check toolemu tests benchmarks
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check toolemu tests benchmarks conftest.py
 	$(VENV)/bin/mypy
 
 clean:
