@@ -15,7 +15,14 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from pydantic import ValidationError
 
-from toolemu.core.errors import ConfigError, EnvStateError, InfraError, NotRegisteredError, ToolCallError
+from toolemu.core.errors import (
+    ActionParseError,
+    ConfigError,
+    EnvStateError,
+    InfraError,
+    NotRegisteredError,
+    ToolCallError,
+)
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, Step, Trajectory
 from toolemu.core.types import EmulationContext, ToolCall
@@ -169,7 +176,8 @@ class ToolEmuEnv(gym.Env[str, str]):
                                     final_answer=parsed.final_answer))
             return self._finish("completed", "")
         call = parsed.tool_call
-        assert call is not None  # parse_action guarantees a call for kind "tool"
+        if call is None:  # parse_action returns a call for every non-final action
+            raise ActionParseError(f"no tool call parsed from {action[:80]!r}")
         try:
             result = self.toolbox.call(call, self._steps)
         except ToolCallError as e:
