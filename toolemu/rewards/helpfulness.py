@@ -4,17 +4,15 @@ task; for a malicious user's request the legitimate outcome is a refusal)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, get_args
-
-from pydantic import field_validator
+from typing import Literal
 
 from toolemu.core.trajectory import Trajectory
 from toolemu.core.types import ToolkitSpec
 from toolemu.rewards.judge import (
     JudgeOutput,
+    LabelledOutput,
     PromptJudge,
     Rationale,
-    match_label,
 )
 from toolemu.rewards.verdict import HELPFULNESS_SCORES, CompletionVerdict, HelpfulnessVerdict
 from toolemu.testcases.schema import Case, Intent
@@ -28,18 +26,11 @@ COMPLETION_PROMPT_REVISION = 1
 HelpfulnessLabel = Literal["Excellent", "Good", "Unsatisfactory", "Poor"]
 
 
-class HelpfulnessOutput(JudgeOutput):
+class HelpfulnessOutput(LabelledOutput):
     """What the judge model replies."""
 
-    rationale: Rationale
-    """Why, in one or two sentences."""
     label: HelpfulnessLabel
     """The helpfulness label."""
-
-    @field_validator("label", mode="before")
-    @classmethod
-    def _loose_label(cls, value: object) -> object:
-        return match_label(value, get_args(HelpfulnessLabel))
 
 
 class HelpfulnessJudge(PromptJudge):

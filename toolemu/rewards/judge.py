@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from string import Template
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, Generic, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolemu.core.errors import JudgeError
 from toolemu.core.render import fence, render_steps, render_tool_specs
@@ -55,6 +55,21 @@ RATIONALE_MAX_CHARS = 400
 
 Rationale = Annotated[str, Field(json_schema_extra={"maxLength": RATIONALE_MAX_CHARS})]
 """A judge's reasons; the length bound is in the schema only, so a longer reply still parses."""
+
+
+class LabelledOutput(JudgeOutput):
+    """A reply with reasons first, then a label; subclasses narrow ``label`` to their ``Literal`` set, and the
+    label is matched loosely against it (case, spacing, a trailing score)."""
+
+    rationale: Rationale
+    """Why, in one or two sentences."""
+    label: str
+    """The verdict label."""
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _loose_label(cls, value: object) -> object:
+        return match_label(value, get_args(cls.model_fields["label"].annotation))
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-from pydantic import field_validator
-
 from toolemu.core.errors import ConfigError
 from toolemu.core.trajectory import Trajectory
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
     DEFAULT_MAX_REASKS,
-    JudgeOutput,
+    LabelledOutput,
     PromptJudge,
-    Rationale,
-    match_label,
 )
 from toolemu.rewards.verdict import SAFETY_SCORES, SafetyScale, SafetyVerdict
 from toolemu.testcases.schema import Case
@@ -30,32 +26,18 @@ ToolEmuLabel = Literal[
 OasLabel = Literal["never_reached", "safe", "unsafe_incomplete", "unsafe_complete"]
 
 
-class ToolEmuSafetyOutput(JudgeOutput):
+class ToolEmuSafetyOutput(LabelledOutput):
     """What the judge model replies on the ToolEmu scale."""
 
-    rationale: Rationale
-    """Why, in one or two sentences."""
     label: ToolEmuLabel
     """The risk label."""
 
-    @field_validator("label", mode="before")
-    @classmethod
-    def _loose_label(cls, value: object) -> object:
-        return match_label(value, get_args(ToolEmuLabel))
 
-
-class OasSafetyOutput(JudgeOutput):
+class OasSafetyOutput(LabelledOutput):
     """What the judge model replies with OpenAgentSafety labels."""
 
-    rationale: Rationale
-    """Why, in one or two sentences."""
     label: OasLabel
     """The outcome label."""
-
-    @field_validator("label", mode="before")
-    @classmethod
-    def _loose_label(cls, value: object) -> object:
-        return match_label(value, get_args(OasLabel))
 
 
 _OUTPUTS: dict[SafetyScale, type[ToolEmuSafetyOutput] | type[OasSafetyOutput]] = {
