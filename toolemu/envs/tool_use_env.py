@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from functools import cache
 from importlib import resources
 from typing import Any, SupportsFloat
 
@@ -55,6 +56,7 @@ DEFAULT_MAX_STEPS_EMULATED = 15
 DEFAULT_MAX_STEPS_REAL = 30
 
 
+@cache
 def _first_observation_template() -> str:
     return resources.files("toolemu.envs").joinpath("prompts", "first_observation.md").read_text(encoding="utf-8")
 
