@@ -10,11 +10,16 @@ DEMO_OUT ?= runs/demo.jsonl
 
 setup: $(VENV)/.installed
 
-# torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build);
-# llama-cpp-python compiles from source the first time (~8 min on 2 cores), pip's cache serves later runs.
-$(VENV)/.installed: pyproject.toml
+# torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
+# llama-cpp-python is built by toolemu.llm.llama_build, not by pip's default: GGML_NATIVE=OFF with the CPU's
+# AVX2/AVX-512/VNNI flags named and AMX left out (a -march=native build dies with SIGILL on AMX CPUs). Its wheel
+# is cached under a key of those flags (~8 min to compile the first time on 2 cores); `.[local]` then finds
+# llama-cpp-python==0.3.36 installed and does not build it again.
+$(VENV)/.installed: pyproject.toml toolemu/llm/llama_build.py
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[transformers,dev]'
+	$(PY) -m toolemu.llm.llama_build
 	$(PIP) install -q -e '.[local,transformers,dev]'
 	touch $@
 

@@ -87,3 +87,42 @@ def test_react_agent_backend_error_propagates() -> None:
     agent.reset(FIRST)
     with pytest.raises(LLMBackendError, match="rate limited"):
         agent.act(FIRST)
+
+
+class _CountingModel(FakeLLM):
+    """A fake that also counts tokens (one per character) and has a small window, like a local model."""
+
+    def __init__(self, replies: list[str], window: int) -> None:
+        super().__init__(replies)
+        self._window = window
+
+    @property
+    def context_window(self) -> int:
+        return self._window
+
+    def count_tokens(self, messages: object) -> int:
+        return sum(len(m.content) for m in messages)  # type: ignore[attr-defined]
+
+
+def test_react_agent_keeps_the_prompt_in_the_window_and_the_instruction_always() -> None:
+    model = _CountingModel([STEP] * 12, window=2200)
+    agent = ReActAgent(model, max_tokens=100)
+    agent.reset(FIRST)
+    agent.act(FIRST)
+    for i in range(10):
+        agent.act(f'{{"output": "{i}{"x" * 300}"}}')
+    for request in model.requests:
+        assert model.count_tokens(request.messages) <= 2200 - 100
+        assert request.messages[0].content == system_prompt("plain") and request.messages[1].content == FIRST
+    last = model.requests[-1].messages
+    assert last[-1].content.startswith('Observation: {"output": "9x')  # the newest observation is whole
+    assert any(m.content.startswith("Observation: [omitted to fit") for m in last)
+
+
+def test_react_agent_without_a_window_never_trims() -> None:
+    model = FakeLLM([STEP] * 4)
+    agent = ReActAgent(model)
+    agent.reset(FIRST)
+    for obs in (FIRST, "a" * 5000, "b" * 5000, "c" * 5000):
+        agent.act(obs)
+    assert not any("omitted" in m.content for m in model.requests[-1].messages)

@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from toolemu.core.errors import ConfigError, EnvStateError
 from toolemu.core.types import Message
-from toolemu.llm.backend import ChatModel, SamplingParams
+from toolemu.llm.backend import ChatModel, SamplingParams, TokenCounting
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,12 @@ REACT_PROMPT_REVISION = 1
 """Bump when the agent's behaviour changes without a prompt edit (the prompt hash covers edits)."""
 
 OBSERVATION_PREFIX = "Observation:"
+ELIDED_OBSERVATION = "Observation: [omitted to fit the model's context window: {chars} characters]"
+CONTEXT_MARGIN_TOKENS = 32
+"""Room kept free beyond the reply budget (chat-template tokens the count may miss)."""
+TRIM_TARGET = 0.75
+"""When the prompt overflows, older observations are dropped until it fills this share of its budget, so the
+next few steps fit without another trim (each trim changes the prompt prefix and costs a full re-read)."""
 STOP_STRINGS: tuple[str, ...] = ("\nObservation:", "\nObservation :")
 """The agent stops before writing the tool's answer itself."""
 
@@ -79,6 +85,9 @@ class ReActAgent:
         max_tokens: Token budget of one step.
         temperature: Sampling temperature (0 = greedy).
         seed: Sampling seed, where the backend supports one.
+        context_window: Tokens the prompt plus one reply may take. Default: the model's own window when it
+            can count tokens (local models), else no limit. Past it the oldest observations are replaced by a
+            one-line note, then the oldest exchanges dropped; the system prompt and the instruction stay.
 
     Raises:
         ConfigError: unknown ``variant``.
@@ -92,8 +101,10 @@ class ReActAgent:
         max_tokens: int = 512,
         temperature: float = 0.0,
         seed: int | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
+        self.context_window = context_window
         self.variant: ReActVariant = variant
         self.system_prompt = system_prompt(variant)
         self.params = SamplingParams(
@@ -130,8 +141,37 @@ class ReActAgent:
         first, self._first_observation = self._first_observation, None
         if observation != first:
             self._messages.append(Message(role="user", content=format_observation(observation)))
+        self._fit_context()
         reply = self.model.chat(self._messages, self.params)
         action = clean_reply(reply.text)
         logger.debug("react agent (%s) step %d: %r", self.variant, len(self._messages) // 2, action[:80])
         self._messages.append(Message(role="assistant", content=action))
         return action
+
+    def _count(self, messages: list[Message]) -> int:
+        if isinstance(self.model, TokenCounting):
+            return self.model.count_tokens(messages)
+        return sum(len(m.content) for m in messages) // 3 + 8 * len(messages)  # a conservative estimate
+
+    def _fit_context(self) -> None:
+        """Keeps the prompt within the context window: elides old observations, then drops old exchanges."""
+        window = self.context_window
+        if window is None and isinstance(self.model, TokenCounting):
+            window = self.model.context_window
+        if window is None:
+            return
+        budget = window - self.params.max_tokens - CONTEXT_MARGIN_TOKENS
+        messages = self._messages
+        if self._count(messages) <= budget:
+            return
+        target = int(budget * TRIM_TARGET)
+        # Messages 0 and 1 are the system prompt and the instruction; the newest observation is always kept.
+        for i in range(2, len(messages) - 1):
+            message = messages[i]
+            if message.role == "user" and not message.content.startswith(ELIDED_OBSERVATION[:20]):
+                messages[i] = Message(role="user", content=ELIDED_OBSERVATION.format(chars=len(message.content)))
+                if self._count(messages) <= target:
+                    break
+        while self._count(messages) > budget and len(messages) > 4:
+            del messages[2:4]  # the oldest exchange: an observation and the reply that followed it
+        logger.info("react agent: prompt trimmed to %d tokens to fit a window of %d", self._count(messages), window)

@@ -18,6 +18,10 @@ class ConfigError(Error):
     """Raised when a configuration value (model spec, flag, env var) is missing or invalid."""
 
 
+class BuildError(ConfigError):
+    """Raised when building or installing the portable llama.cpp runtime fails; the message names the step."""
+
+
 class NotRegisteredError(Error, KeyError):
     """Raised when an id is not in a registry; the message suggests close matches."""
 

@@ -44,3 +44,6 @@ class EnvConfig(BaseModel):
     """Extra emulated toolkit specs, beyond the built-in ones and those next to the case file."""
     max_observation_chars: int = 20_000
     """Observations longer than this are cut, with a marker."""
+    loop_guard: int = Field(default=3, ge=0)
+    """After this many identical rejected calls in a row the agent is told so; after as many more the episode
+    is truncated. 0 disables the guard."""

@@ -1,7 +1,8 @@
 """The keys ``ToolEmuEnv`` puts in ``info``, each with a fixed value type.
 
 Every step: ``INFO_STEP`` (int), ``INFO_STATUS`` (str: running, completed, truncated, error),
-``INFO_PARSE_ERRORS`` and ``INFO_TOOL_ERRORS`` (int, running counts), ``INFO_TOOLS`` (list of tool names).
+``INFO_PARSE_ERRORS`` and ``INFO_TOOL_ERRORS`` (int, running counts), ``INFO_TOOLS`` (list of tool names),
+``INFO_LOOP_REPEATS`` (int: identical rejected calls in a row, ending with the last step; see ``EnvConfig.loop_guard``).
 At the end of an episode also: ``INFO_TRAJECTORY`` (``Trajectory``), ``INFO_FINAL_STATE`` (``FinalState``),
 ``INFO_EVALUATION`` (``Evaluation`` or ``None`` when evaluation is off or the episode errored before it),
 ``INFO_ERROR`` (``ErrorRecord`` or ``None``).
@@ -13,6 +14,7 @@ INFO_STATUS = "status"
 INFO_TOOLS = "tools"
 INFO_PARSE_ERRORS = "parse_errors"
 INFO_TOOL_ERRORS = "tool_errors"
+INFO_LOOP_REPEATS = "loop_repeats"
 INFO_TRAJECTORY = "trajectory"
 INFO_FINAL_STATE = "final_state"
 INFO_EVALUATION = "evaluation"
@@ -23,6 +25,7 @@ __all__ = [
     "INFO_ERROR",
     "INFO_EVALUATION",
     "INFO_FINAL_STATE",
+    "INFO_LOOP_REPEATS",
     "INFO_PARSE_ERRORS",
     "INFO_STATUS",
     "INFO_STEP",

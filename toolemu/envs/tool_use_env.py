@@ -34,6 +34,7 @@ from toolemu.envs.info import (
     INFO_ERROR,
     INFO_EVALUATION,
     INFO_FINAL_STATE,
+    INFO_LOOP_REPEATS,
     INFO_PARSE_ERRORS,
     INFO_STATUS,
     INFO_STEP,
@@ -41,6 +42,7 @@ from toolemu.envs.info import (
     INFO_TOOLS,
     INFO_TRAJECTORY,
 )
+from toolemu.envs.loop_guard import LoopGuard
 from toolemu.envs.models import EpisodeModels
 from toolemu.envs.spaces import UnicodeText
 from toolemu.rewards.evaluation import Evaluation, evaluate_episode
@@ -123,6 +125,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         self._parse_errors = 0
         self._tool_errors = 0
         self._seed: int | None = None
+        self._loop_guard = LoopGuard(self.config.loop_guard)
 
     # -- Gymnasium API -------------------------------------------------------------------------------------
 
@@ -133,6 +136,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             self._seed = seed
         self._steps, self._status = [], "running"
         self._parse_errors = self._tool_errors = 0
+        self._loop_guard.reset()
         case = self.case
         setup = EpisodeSetup(
             case_id=case.id,
@@ -218,6 +222,14 @@ class ToolEmuEnv(gym.Env[str, str]):
         return text[:limit] + f"\n[... output truncated: {len(text) - limit} more characters ...]"
 
     def _after_step(self, observation: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        guard = self._loop_guard
+        guard.observe(self._steps[-1])
+        warning = guard.warning()
+        if warning is not None:
+            observation = f"{observation}\n{warning}"
+        if guard.tripped:
+            logger.info("episode %s: loop guard after %d identical rejected calls", self.case.id, guard.repeats)
+            return self._finish("truncated", observation)
         if len(self._steps) >= self.max_steps:
             return self._finish("truncated", observation)
         return observation, 0.0, False, False, self._info()
@@ -230,6 +242,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             INFO_TOOLS: self.toolbox.tool_names(),
             INFO_PARSE_ERRORS: self._parse_errors,
             INFO_TOOL_ERRORS: self._tool_errors,
+            INFO_LOOP_REPEATS: self._loop_guard.repeats,
         }
 
     def trajectory(self, error: ErrorRecord | None = None) -> Trajectory:

@@ -65,3 +65,20 @@ class ChatModel(Protocol):
             LLMBackendError: the backend failed (after any retries the backend does itself).
         """
         ...
+
+
+@runtime_checkable
+class TokenCounting(Protocol):
+    """A chat model that knows its context window and can count a conversation's prompt tokens (local models).
+
+    Agents use it to keep a long episode's prompt inside the window instead of failing.
+    """
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model can attend to: prompt plus reply."""
+        ...
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """Returns the prompt tokens ``messages`` take with this model's chat template."""
+        ...

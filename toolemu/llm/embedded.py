@@ -12,7 +12,6 @@ import logging
 import os
 import re
 import shlex
-import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from toolemu.core.errors import ConfigError
 from toolemu.llm._atomic import write_text_atomic
+from toolemu.llm.paths import user_cache_dir
 
 logger = logging.getLogger(__name__)
 
@@ -131,22 +131,12 @@ class EmbeddedStatus:
 
 
 def cache_dir() -> Path:
-    """Returns the folder for assembled model files.
+    """Returns the folder for assembled model files: :func:`~toolemu.llm.paths.user_cache_dir` ``("models")``.
 
     ``$TOOLEMU_CACHE_DIR/models`` when that variable is set, else the platform's user cache folder
-    (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS, ``%LOCALAPPDATA%``
-    on Windows) + ``toolemu/models``.
+    (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux) + ``toolemu/models``.
     """
-    root = os.environ.get("TOOLEMU_CACHE_DIR")
-    if root:
-        return Path(root).expanduser() / "models"
-    if sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    elif sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "toolemu" / "models"
+    return user_cache_dir("models")
 
 
 def get_model(key: str) -> EmbeddedModel:

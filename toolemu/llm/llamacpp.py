@@ -21,6 +21,7 @@ from toolemu.core.types import Message
 from toolemu.llm.backend import ChatResponse, SamplingParams
 from toolemu.llm.embedded import MODELS, model_path
 from toolemu.llm.gguf_chat import PromptStates, decode
+from toolemu.llm.llama_probe import probe, usable_cpus
 
 logger = logging.getLogger(__name__)
 
@@ -40,16 +41,22 @@ def _import_llama_cpp() -> Any:
     return llama_cpp
 
 
-def _usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+THREADS_ENV = "TOOLEMU_LLAMA_THREADS"
+"""Environment variable that overrides the measured generation thread count."""
 
 
-def default_threads() -> int:
-    """Returns the default generation thread count: half the usable logical CPUs (about the cores), at least 1.
+def env_threads() -> int | None:
+    """Returns the generation thread count set by ``$TOOLEMU_LLAMA_THREADS`` (``None`` when unset).
 
-    Generation is memory-bound and gains little from more threads; prompt batches use every usable CPU.
+    Raises:
+        ConfigError: the variable is set but is not a positive integer.
     """
-    return max(1, _usable_cpus() // 2)
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{THREADS_ENV}={raw!r} is not a positive integer thread count; unset it or use e.g. 2.")
+    return int(raw)
 
 
 @dataclass(eq=False)
@@ -88,7 +95,7 @@ def _load(path: Path, n_ctx: int, n_threads: int, prompt_cache_mb: int) -> _Load
                 model_path=str(path),
                 n_ctx=n_ctx,
                 n_threads=n_threads,
-                n_threads_batch=max(n_threads, _usable_cpus()),
+                n_threads_batch=max(n_threads, usable_cpus()),
                 n_batch=512,
                 verbose=False,
             )
@@ -121,12 +128,14 @@ class LlamaChatModel:
     Args:
         model_path: Path to a ``.gguf`` file.
         n_ctx: Context window in tokens.
-        n_threads: CPU threads (default: :func:`default_threads`).
+        n_threads: Generation threads (default: ``$TOOLEMU_LLAMA_THREADS``, else the count the build probe
+            measured fastest on this machine).
         name: Display name (default: the file stem); ``name`` is ``llama:<name>``.
         prompt_cache_mb: Memory for saved KV states of earlier prompts (0 disables it).
 
     Raises:
         ConfigError: the file is missing or not a GGUF model, or llama-cpp-python is not installed.
+        LLMBackendError: the build cannot run on this machine (its probe decode died by a signal).
     """
 
     def __init__(
@@ -146,7 +155,12 @@ class LlamaChatModel:
             )
         self._path = path.resolve()
         self._name = f"llama:{name or path.stem}"
-        self._loaded = _load(self._path, n_ctx, n_threads or default_threads(), prompt_cache_mb)
+        # The probe runs before llama.cpp decodes anything in this process: a build that would die by a
+        # signal here fails in a child instead, as a typed error. Explicit threads skip only the timing choice.
+        _import_llama_cpp()  # loading the libraries runs no model code; a missing package is a ConfigError
+        measured = probe(self._path)
+        threads = n_threads or env_threads() or measured.threads
+        self._loaded = _load(self._path, n_ctx, threads, prompt_cache_mb)
 
     @property
     def name(self) -> str:
@@ -160,6 +174,23 @@ class LlamaChatModel:
 
     def __repr__(self) -> str:
         return f"LlamaChatModel({str(self._path)!r}, name={self._name!r})"
+
+    @property
+    def context_window(self) -> int:
+        """The loaded context size in tokens (``n_ctx``)."""
+        return int(self._loaded.llama.n_ctx())
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """Returns the prompt tokens of ``messages`` under the GGUF's chat template."""
+        return len(self._tokenize(messages))
+
+    def _tokenize(self, messages: Sequence[Message]) -> list[int]:
+        loaded = self._loaded
+        formatted = loaded.formatter(messages=[{"role": m.role, "content": m.content} for m in messages])
+        tokens: list[int] = loaded.llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+        )
+        return tokens
 
     def chat(self, messages: Sequence[Message], params: SamplingParams | None = None) -> ChatResponse:
         """Generates one reply with the GGUF's chat template.
@@ -181,9 +212,7 @@ class LlamaChatModel:
             try:
                 llama = loaded.llama
                 formatted = loaded.formatter(messages=[{"role": m.role, "content": m.content} for m in messages])
-                prompt = llama.tokenize(
-                    formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
-                )
+                prompt = self._tokenize(messages)
                 n_ctx = llama.n_ctx()
                 if len(prompt) >= n_ctx:
                     raise LLMBackendError(

@@ -1,0 +1,96 @@
+"""Loop guard: an agent that repeats the same rejected call is told so, then the episode is truncated.
+
+Part of ``toolemu.envs``. Small models often resend a call the env rejected (or a tool answered with an error)
+until the step budget runs out; the guard makes that visible to the agent and ends the episode early.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from toolemu.core.trajectory import Step
+
+
+def rejected_key(step: Step) -> str | None:
+    """Returns what identifies ``step`` as a repeatable rejected call, or ``None`` when the call succeeded.
+
+    Rejected: unparseable text, a call the env refused (unknown tool, bad arguments), or a tool that answered
+    with an ``{"error": ...}`` observation.
+
+    Examples:
+        >>> rejected_key(Step(index=0, kind="parse_error", action_text=" hi ", observation="bad"))
+        'text:hi'
+        >>> rejected_key(Step(index=0, kind="tool", action_text="x", observation='{"ok": true}')) is None
+        True
+    """
+    if step.kind == "parse_error":
+        return f"text:{step.action_text.strip()}"
+    if step.kind == "tool_error" or (step.kind == "tool" and _is_error_observation(step.observation)):
+        if step.tool_call is None:
+            return f"text:{step.action_text.strip()}"
+        args = json.dumps(step.tool_call.arguments, sort_keys=True, default=str)
+        return f"call:{step.tool_call.tool}:{args}"
+    return None
+
+
+def _is_error_observation(observation: str) -> bool:
+    text = observation.lstrip()
+    if not text.startswith("{"):
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and set(value) == {"error"}
+
+
+@dataclass(slots=True)
+class LoopGuard:
+    """Counts identical rejected calls in a row.
+
+    Args:
+        limit: Repeats that trigger a warning observation; after ``limit`` more the episode is truncated.
+            0 disables the guard.
+    """
+
+    limit: int
+    _key: str | None = field(default=None, init=False)
+    _count: int = field(default=0, init=False)
+
+    def reset(self) -> None:
+        """Forgets the previous episode."""
+        self._key, self._count = None, 0
+
+    def observe(self, step: Step) -> None:
+        """Records the step just taken."""
+        key = rejected_key(step)
+        if key is None or key != self._key:
+            self._key, self._count = key, (1 if key is not None else 0)
+        else:
+            self._count += 1
+
+    @property
+    def repeats(self) -> int:
+        """How many identical rejected calls in a row, ending with the last step."""
+        return self._count
+
+    @property
+    def tripped(self) -> bool:
+        """Whether the episode must end: the warning was ignored ``limit`` more times."""
+        return self.limit > 0 and self._count >= 2 * self.limit
+
+    def warning(self) -> str | None:
+        """Returns the note appended to the observation from the ``limit``-th repeat on, else ``None``."""
+        if self.limit <= 0 or self._count < self.limit:
+            return None
+        if self.tripped:
+            return (
+                f"[toolemu: the same rejected call was sent {self._count} times in a row; the episode is over.]"
+            )
+        left = 2 * self.limit - self._count
+        return (
+            f"[toolemu: you sent this same call {self._count} times in a row and it failed each time. Change the "
+            f"tool or its arguments, or give a Final Answer; {left} more identical call{'s' if left > 1 else ''} "
+            "will end the episode.]"
+        )
