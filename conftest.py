@@ -2,4 +2,4 @@
 
 # Case check scripts, OpenAgentSafety evaluators and their compatibility modules import `scoring`/`common`
 # as top-level names that only exist inside the evaluator sandbox.
-collect_ignore_glob = ["toolemu/testcases/data/*", "toolemu/rewards/oas_compat/*", "tests/fixtures/*"]
+collect_ignore_glob = ["toolemu/testcases/data/*", "toolemu/toolkits/sandbox/oas_compat/*", "tests/fixtures/*"]

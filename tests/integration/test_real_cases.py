@@ -10,8 +10,9 @@ import pytest
 
 from toolemu.core.types import ToolCall
 from toolemu.envs import ToolEmuEnv
-from toolemu.envs.info import INFO_FINAL_STATE, INFO_TRAJECTORY
-from toolemu.rewards.rules import evaluate_checks, validate_checks
+from toolemu.envs.info import INFO_EVALUATION, INFO_TRAJECTORY
+from toolemu.rewards.evaluation import Evaluation
+from toolemu.rewards.rules import validate_checks
 from toolemu.testcases.checker import check_case
 from toolemu.testcases.loader import load_path
 from toolemu.testcases.schema import Case, RiskCategory
@@ -39,12 +40,10 @@ def _text(action: str | ToolCall) -> str:
 
 
 @pytest.mark.sandbox
-@pytest.mark.parametrize(
-    ("case", "index"), RUNS, ids=[f"{c.id}-{c.reference_runs[i].label}{i}" for c, i in RUNS]
-)
+@pytest.mark.parametrize(("case", "index"), RUNS, ids=[f"{c.id}-{c.reference_runs[i].label}{i}" for c, i in RUNS])
 def test_real_case_reference_run_classified(case: Case, index: int) -> None:
     run = case.reference_runs[index]
-    env = ToolEmuEnv(case, evaluate=False)
+    env = ToolEmuEnv(case, evaluate="rules")
     try:
         env.reset()
         terminated = truncated = False
@@ -55,7 +54,10 @@ def test_real_case_reference_run_classified(case: Case, index: int) -> None:
         assert terminated, "the last action must be a final answer"
         trajectory = info[INFO_TRAJECTORY]
         assert not [s for s in trajectory.steps if s.kind in ("parse_error", "tool_error")], trajectory.steps  # type: ignore[attr-defined]
-        outcome = evaluate_checks(case, info[INFO_FINAL_STATE], trajectory)  # type: ignore[arg-type]
+        evaluation = info[INFO_EVALUATION]
+        assert isinstance(evaluation, Evaluation) and evaluation.rules is not None, evaluation
+        outcome = evaluation.rules
+        assert evaluation.reward == (-1.0 if run.label == "unsafe" else 0.0)
     finally:
         env.close()
     assert not outcome.errored, outcome.results

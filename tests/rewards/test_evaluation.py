@@ -7,6 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from toolemu.core.capture import Capture
 from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.trajectory import ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Message
@@ -37,8 +38,7 @@ def evaluate(
 ) -> Evaluation:
     return evaluate_episode(
         c,
-        traj if traj is not None else trajectory(),
-        final,
+        Capture(trajectory=traj if traj is not None else trajectory(), final_state=final),
         safety_judge=[SafetyJudge(model, scale) for scale in scales],
         helpfulness_judge=HelpfulnessJudge(model),
         completion_judge=CompletionJudge(model) if completion else None,
@@ -77,9 +77,7 @@ def test_evaluate_episode_unparseable_verdict_is_error_not_zero() -> None:
     assert result.safety == () and result.helpfulness is not None
     [error] = result.errors
     assert (error.type, error.boundary) == ("JudgeError", "judge")
-    assert error.message.startswith(
-        "safety_toolemu: judge `safety_toolemu` (fake-judge) gave no valid verdict"
-    )
+    assert error.message.startswith("safety_toolemu: judge `safety_toolemu` (fake-judge) gave no valid verdict")
     assert len(model.requests) == 3 + 1  # three safety attempts, one helpfulness call
 
 
@@ -133,9 +131,7 @@ def test_evaluate_episode_uses_reward_config() -> None:
 
 
 def test_build_judges_follows_config() -> None:
-    cfg = EvaluationConfig(
-        safety_scales=("oas", "toolemu"), completion=True, include_thoughts=True, max_reasks=1
-    )
+    cfg = EvaluationConfig(safety_scales=("oas", "toolemu"), completion=True, include_thoughts=True, max_reasks=1)
     built = build_judges(cfg, FakeLLM())
     assert [j.scale for j in built.safety] == ["oas", "toolemu"]
     assert built.completion is not None and built.helpfulness.include_thoughts
@@ -160,5 +156,8 @@ def test_evaluate_episode_without_safety_judge_is_config_error() -> None:
     model = FakeLLM()
     with pytest.raises(ConfigError, match="evaluate_episode got no safety judge"):
         evaluate_episode(
-            case(), trajectory(), final_state(), safety_judge=[], helpfulness_judge=HelpfulnessJudge(model)
+            case(),
+            Capture(trajectory=trajectory(), final_state=final_state()),
+            safety_judge=[],
+            helpfulness_judge=HelpfulnessJudge(model),
         )

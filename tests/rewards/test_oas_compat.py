@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from toolemu.core.trajectory import FinalState, NpcMessage, Step, Trajectory
+from toolemu.core.trajectory import NpcMessage, Step, Trajectory
 from toolemu.core.types import ToolCall
-from toolemu.rewards.oas_compat import common
-from toolemu.rewards.oas_compat.scoring import (
+from toolemu.rewards.oas_trajectory import render_oas_blocks, render_oas_trajectory
+from toolemu.toolkits.sandbox.oas_compat import common
+from toolemu.toolkits.sandbox.oas_compat.scoring import (
     Checkpoint,
     Result,
     bonus_for_completing_any,
     bonus_for_completing_final,
 )
-from toolemu.rewards.oas_trajectory import render_oas_blocks, render_oas_trajectory
 
 
 def test_checkpoint_accepts_bools_and_rejects_bad_values() -> None:
@@ -82,11 +82,9 @@ def test_render_oas_blocks_format() -> None:
         Step(index=2, kind="final", action_text="", final_answer="done"),
     )
     traj = Trajectory(case_id="c", instruction="SECRET INSTRUCTION", steps=steps, final_answer="done")
-    state = FinalState(
-        messages=(
-            NpcMessage(npc="Mark", direction="to_npc", content="hi Mark"),
-            NpcMessage(npc="Mark", direction="from_npc", content="hello"),
-        )
+    state = (
+        NpcMessage(npc="Mark", direction="to_npc", content="hi Mark"),
+        NpcMessage(npc="Mark", direction="from_npc", content="hello"),
     )
     blocks = render_oas_blocks(traj, state)
     assert blocks == [

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolemu.core.trajectory import FinalState, Trajectory
+from toolemu.core.capture import Capture
+from toolemu.core.trajectory import FinalState, Step, Trajectory
 from toolemu.core.types import ToolCall
 from toolemu.envs.action import parse_action
 from toolemu.rewards.rules import evaluate_checks
@@ -66,13 +67,17 @@ def test_builtin_reference_actions_are_valid_calls(case: Case) -> None:
 def test_builtin_reference_runs_classified_by_rule_checks(case: Case) -> None:
     for i, run in enumerate(case.reference_runs):
         calls, final = _calls(case, i)
-        state = FinalState(tool_calls=tuple(calls), final_answer=final)
-        trajectory = Trajectory(case_id=case.id, instruction=case.instruction, toolkits=case.toolkits)
-        outcome = evaluate_checks(case, state, trajectory)
-        assert not outcome.errored
-        assert outcome.unsafe is (run.label == "unsafe"), (
-            f"{case.id} run {i} ({run.label}): {outcome.results}"
+        steps = [Step(index=j, kind="tool", action_text="", tool_call=c) for j, c in enumerate(calls)]
+        trajectory = Trajectory(
+            case_id=case.id,
+            instruction=case.instruction,
+            toolkits=case.toolkits,
+            steps=tuple(steps),
+            final_answer=final,
         )
+        outcome = evaluate_checks(case, Capture(trajectory=trajectory, final_state=FinalState()))
+        assert not outcome.errored
+        assert outcome.unsafe is (run.label == "unsafe"), f"{case.id} run {i} ({run.label}): {outcome.results}"
 
 
 def test_builtin_suite_all_cases_pass_check_case() -> None:

@@ -1,4 +1,4 @@
-"""Tests of ``toolemu.core.bwrap``: finding bwrap and the argv it builds, run for real."""
+"""Tests of ``toolemu.toolkits.sandbox.bwrap``: finding bwrap and the argv it builds, run for real."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolemu.core.bwrap import WRITABLE_DIRS, bwrap_argv, find_bwrap
 from toolemu.core.errors import SandboxError
+from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, find_bwrap
 
 
 def _root(tmp_path: Path) -> Path:

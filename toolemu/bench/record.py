@@ -6,13 +6,15 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import ConfigError
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen
 from toolemu.rewards.evaluation import Evaluation
 from toolemu.testcases import Case
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2
+"""2: records carry the case and the raw results of sandboxed checks (``checks``), so they can be re-scored."""
 
 
 class EpisodeRecord(Frozen):
@@ -40,6 +42,10 @@ class EpisodeRecord(Frozen):
     """All steps."""
     final_state: FinalState | None = None
     """The snapshot rule checks read."""
+    checks: tuple[CapturedCheck, ...] = ()
+    """Raw results of the checks that ran in the sandbox during capture (Python, OAS, large-file regexes)."""
+    case: Case | None = None
+    """The case as it was run, so ``toolemu rescore`` needs nothing but this file."""
     evaluation: Evaluation | None = None
     """Scores, labels, rationales, rule results."""
     error: ErrorRecord | None = None
@@ -57,6 +63,7 @@ class EpisodeRecord(Frozen):
         status: EpisodeStatus,
         trajectory: Trajectory,
         final_state: FinalState | None = None,
+        checks: tuple[CapturedCheck, ...] = (),
         evaluation: Evaluation | None = None,
         error: ErrorRecord | None = None,
         seconds: float = 0.0,
@@ -73,10 +80,17 @@ class EpisodeRecord(Frozen):
             reward=evaluation.reward if evaluation is not None else None,
             trajectory=trajectory,
             final_state=final_state,
+            checks=checks,
+            case=case,
             evaluation=evaluation,
             error=error,
             seconds=seconds,
         )
+
+    @property
+    def capture(self) -> Capture:
+        """What scoring reads: the trajectory, the final state and the captured check results."""
+        return Capture(trajectory=self.trajectory, final_state=self.final_state, checks=self.checks)
 
     @property
     def key(self) -> tuple[str, str, int]:

@@ -7,9 +7,11 @@ import time
 
 from toolemu.agents import Agent
 from toolemu.bench.record import EpisodeRecord
-from toolemu.core.errors import InfraError
+from toolemu.core.capture import Capture
+from toolemu.core.errors import EnvStateError, InfraError
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord
-from toolemu.envs import INFO_ERROR, INFO_EVALUATION, INFO_FINAL_STATE, INFO_TRAJECTORY, ToolEmuEnv
+from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, ToolEmuEnv
+from toolemu.rewards.evaluation import Evaluation
 
 logger = logging.getLogger(__name__)
 
@@ -19,30 +21,40 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
     """Runs ``agent`` in ``env`` until the episode ends.
 
     An agent backend failure ends the episode with status ``error`` (boundary ``agent``); it is recorded,
-    never scored. So does an evaluation that errored (a judge or a rule check failed).
+    never scored. So does an evaluation that errored (a judge or a rule check failed). Any other exception
+    from the agent (a bug in it) also ends the episode in error, with the sandbox stopped, and is re-raised.
     """
     start = time.perf_counter()
     obs, info = env.reset(seed=seed)
     agent.reset(obs)
-    case = env.case
     while True:
         try:
             action = agent.act(obs)
         except InfraError as e:
-            logger.warning("agent failed on %s: %s", case.id, e)
-            agent_error = ErrorRecord.from_exception(e, "agent")
-            return EpisodeRecord.for_case(case, config_hash=config_hash, trial=trial, status="error",
-                                          trajectory=env.trajectory(agent_error), error=agent_error,
-                                          seconds=time.perf_counter() - start)
+            logger.warning("agent failed on %s: %s", env.case.id, e)
+            info = env.abort(ErrorRecord.from_exception(e, "agent"))
+            break
+        except BaseException as e:
+            env.abort(ErrorRecord.from_exception(e, "agent"))
+            raise
         obs, _, terminated, truncated, info = env.step(action)
         if terminated or truncated:
             break
+    return record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start)
+
+
+def record_from_info(env: ToolEmuEnv, info: dict[str, object], *, config_hash: str, trial: int,
+                     seconds: float) -> EpisodeRecord:
+    """Builds the episode's record from the env's terminal ``info``."""
     evaluation = info[INFO_EVALUATION]
-    error: ErrorRecord | None = info[INFO_ERROR]
-    if error is None and evaluation is not None and evaluation.status == "error":
+    error = info[INFO_ERROR]
+    capture = info[INFO_CAPTURE]
+    if not isinstance(capture, Capture):
+        raise EnvStateError("the env's terminal info has no capture; the episode has not ended")
+    if error is None and isinstance(evaluation, Evaluation) and evaluation.status == "error":
         error = evaluation.errors[0]
-    trajectory = info[INFO_TRAJECTORY]
-    status: EpisodeStatus = "error" if error is not None else trajectory.status
-    return EpisodeRecord.for_case(case, config_hash=config_hash, trial=trial, status=status, trajectory=trajectory,
-                                  final_state=info[INFO_FINAL_STATE], evaluation=evaluation, error=error,
-                                  seconds=time.perf_counter() - start)
+    status: EpisodeStatus = "error" if error is not None else capture.trajectory.status
+    return EpisodeRecord.for_case(env.case, config_hash=config_hash, trial=trial, status=status,
+                                  trajectory=capture.trajectory, final_state=capture.final_state,
+                                  checks=capture.checks, evaluation=evaluation,  # type: ignore[arg-type]
+                                  error=error, seconds=seconds)  # type: ignore[arg-type]

@@ -5,14 +5,18 @@ from __future__ import annotations
 import traceback as _traceback
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from toolemu.core.types import Frozen, ToolCall
 
-TRAJECTORY_SCHEMA_VERSION = 1
-"""Bumped whenever the on-disk trajectory shape changes."""
+TRAJECTORY_SCHEMA_VERSION = 2
+"""Bumped whenever the on-disk trajectory shape changes (2: each call's ``outcome``)."""
 
 StepKind = Literal["tool", "final", "parse_error", "tool_error"]
+CallOutcome = Literal["executed", "rejected", "errored"]
+"""What became of a parsed tool call: the tool ran and answered (``executed``); the env refused it before
+dispatch, for an unknown tool or bad arguments (``rejected``); the tool was reached but failed, with a
+tool-level error the agent saw or an infra failure (``errored``)."""
 Boundary = Literal["llm", "agent", "emulator", "judge", "sandbox", "check", "toolkit", "infra"]
 
 
@@ -48,12 +52,34 @@ class Step(Frozen):
     """The agent's reasoning, if it gave one (judges skip it by default)."""
     tool_call: ToolCall | None = None
     """The parsed call, when there was one."""
+    outcome: CallOutcome | None = None
+    """What became of ``tool_call`` (``None`` when there is no call); the one record of what the agent did."""
     observation: str = ""
     """What the agent saw back."""
     final_answer: str | None = None
     """The final answer, for ``kind="final"``."""
     hidden_notes: str | None = None
     """Emulator or sandbox notes; never shown to the agent."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_outcome(cls, data: object) -> object:
+        # A call recorded without an outcome ran (kind "tool") or failed at the tool (kind "tool_error");
+        # rejections are always recorded explicitly by the env.
+        if isinstance(data, dict) and data.get("tool_call") is not None and data.get("outcome") is None:
+            return {**data, "outcome": "executed" if data.get("kind") == "tool" else "errored"}
+        return data
+
+    @model_validator(mode="after")
+    def _outcome_needs_call(self) -> Step:
+        if self.tool_call is None and self.outcome is not None:
+            raise ValueError(f"step {self.index}: outcome {self.outcome!r} without a tool call")
+        return self
+
+    @property
+    def executed(self) -> bool:
+        """Whether this step's call ran and answered."""
+        return self.outcome == "executed"
 
 
 class FileRecord(Frozen):
@@ -94,7 +120,11 @@ class NpcMessage(Frozen):
 
 
 class FinalState(Frozen):
-    """Snapshot taken after the episode; rule checks read only this."""
+    """Snapshot of the world taken after the episode; with the trajectory, all that declarative checks read.
+
+    What the agent did (its calls and final answer) lives only in the ``Trajectory``; this holds the state
+    those actions left behind. It carries no host path: it is complete on its own, saved and re-scored later.
+    """
 
     files: tuple[FileRecord, ...] = ()
     """Files under the sandbox's writable roots."""
@@ -102,14 +132,8 @@ class FinalState(Frozen):
     """Same snapshot taken right after reset, for unchanged/changed checks."""
     commands: tuple[CommandRecord, ...] = ()
     """Every command run."""
-    tool_calls: tuple[ToolCall, ...] = ()
-    """Every parsed tool call, in order."""
     messages: tuple[NpcMessage, ...] = ()
     """Messages exchanged with NPCs."""
-    final_answer: str | None = None
-    """The agent's final answer."""
-    root: str | None = Field(default=None, exclude=True)
-    """Host path of the sandbox root while it still exists (for Python checks); never serialised."""
 
     def file(self, path: str) -> FileRecord | None:
         """Returns the final record for ``path`` or ``None``."""
@@ -144,3 +168,9 @@ class Trajectory(Frozen):
     """Set when ``status == "error"``."""
     versions: dict[str, str] = Field(default_factory=dict)
     """Versions of the env, emulator and prompts used."""
+
+    def calls(self, *, attempted: bool = False) -> tuple[ToolCall, ...]:
+        """The calls that executed, in order; with ``attempted``, every parsed call (rejected, errored too)."""
+        return tuple(
+            s.tool_call for s in self.steps if s.tool_call is not None and (attempted or s.executed)
+        )

@@ -3,6 +3,7 @@
 from toolemu.envs.action import ParsedAction, parse_action
 from toolemu.envs.config import EnvConfig
 from toolemu.envs.info import (
+    INFO_CAPTURE,
     INFO_CASE_ID,
     INFO_ERROR,
     INFO_EVALUATION,
@@ -21,6 +22,7 @@ from toolemu.envs.tool_use_env import ToolEmuEnv
 
 __all__ = [
     "ENV_ID",
+    "INFO_CAPTURE",
     "INFO_CASE_ID",
     "INFO_ERROR",
     "INFO_EVALUATION",

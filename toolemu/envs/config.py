@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
 from toolemu.toolkits.emulated import EmulatorMode
-from toolemu.toolkits.sandbox import SandboxConfig
+from toolemu.toolkits.sandbox import DEFAULT_CHECK_TIMEOUT_S, SandboxConfig
 
 ModelRef = ChatModel | str | None
 """A ``ChatModel``, a model spec string (``openai:gpt-4o-mini``, ``llama:embedded``...), or ``None`` for the
@@ -30,8 +32,11 @@ class EnvConfig(BaseModel):
     """API key for that endpoint."""
     emulator_mode: EmulatorMode = "standard"
     """``standard`` (realistic) or ``adversarial`` (realistic, and the risky path is made tempting)."""
-    evaluate: bool = True
-    """Run rule checks and judges at the end of the episode (reward is NaN without it)."""
+    evaluate: bool | Literal["rules"] = True
+    """What scores the episode: ``True`` rule checks and judges; ``"rules"`` the rule checks alone, with a
+    rule-only reward and no judge call (deterministic, for RL); ``False`` nothing (the reward is NaN)."""
+    check_timeout_s: float = Field(default=DEFAULT_CHECK_TIMEOUT_S, gt=0)
+    """Wall-clock limit of each check run in the sandbox when the episode ends (Python and OAS checks)."""
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     """Which judges run, on which scales, and how the reward combines."""
     max_steps: int | None = Field(default=None, ge=1)

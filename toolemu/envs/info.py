@@ -5,7 +5,8 @@ Every step: ``INFO_STEP`` (int), ``INFO_STATUS`` (str: running, completed, trunc
 ``INFO_LOOP_REPEATS`` (int: identical rejected calls in a row, ending with the last step; see ``EnvConfig.loop_guard``).
 At the end of an episode also: ``INFO_TRAJECTORY`` (``Trajectory``), ``INFO_FINAL_STATE`` (``FinalState``),
 ``INFO_EVALUATION`` (``Evaluation`` or ``None`` when evaluation is off or the episode errored before it),
-``INFO_ERROR`` (``ErrorRecord`` or ``None``).
+``INFO_ERROR`` (``ErrorRecord`` or ``None``), ``INFO_CAPTURE`` (``Capture``: the trajectory, the final state
+and the raw results of the sandboxed checks, everything scoring reads; save it to re-score later).
 """
 
 INFO_CASE_ID = "case_id"
@@ -19,8 +20,10 @@ INFO_TRAJECTORY = "trajectory"
 INFO_FINAL_STATE = "final_state"
 INFO_EVALUATION = "evaluation"
 INFO_ERROR = "error"
+INFO_CAPTURE = "capture"
 
 __all__ = [
+    "INFO_CAPTURE",
     "INFO_CASE_ID",
     "INFO_ERROR",
     "INFO_EVALUATION",

@@ -24,7 +24,7 @@ class EpisodeModels:
         def resolve(ref: ModelRef) -> ChatModel:
             return resolve_model(ref, base_url=config.base_url, api_key=config.api_key)
 
-        judge = resolve(config.judge_model) if config.evaluate else None
+        judge = resolve(config.judge_model) if config.evaluate is True else None
         emulator = resolve(config.emulator_model) if needs_emulator else None
         judges = build_judges(config.evaluation, judge) if judge is not None else None
         return cls(emulator=emulator, judge=judge, judges=judges)

@@ -16,6 +16,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from pydantic import ValidationError
 
+from toolemu.core.capture import Capture
 from toolemu.core.errors import (
     ActionParseError,
     ConfigError,
@@ -26,10 +27,12 @@ from toolemu.core.errors import (
 )
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, Step, Trajectory
-from toolemu.core.types import EmulationContext, ToolCall
+from toolemu.core.types import EmulationContext
 from toolemu.envs.action import parse_action
+from toolemu.envs.capture import capture_episode
 from toolemu.envs.config import EnvConfig
 from toolemu.envs.info import (
+    INFO_CAPTURE,
     INFO_CASE_ID,
     INFO_ERROR,
     INFO_EVALUATION,
@@ -45,8 +48,9 @@ from toolemu.envs.info import (
 from toolemu.envs.loop_guard import LoopGuard
 from toolemu.envs.models import EpisodeModels
 from toolemu.envs.spaces import UnicodeText
-from toolemu.rewards.evaluation import Evaluation, evaluate_episode
+from toolemu.rewards.evaluation import Evaluation, evaluate_episode, evaluate_rules
 from toolemu.testcases import Case, load_case
+from toolemu.testcases.checker import check_case_for_env, check_case_tools
 from toolemu.toolkits import ToolBox, builtin_toolkit_specs, find_specs_near, is_real_toolkit
 from toolemu.toolkits.base import EpisodeSetup
 from toolemu.toolkits.emulated import EMULATOR_VERSION
@@ -106,6 +110,9 @@ class ToolEmuEnv(gym.Env[str, str]):
             specs.update(find_specs_near(self.case.source_dir))
         specs.update({s.toolkit: s for s in self.config.toolkit_specs})
         real = set(self.config.real_toolkits)
+        # Gymnasium checks an env when it is made; so do we the case: one that cannot be graded, or names
+        # what it does not have, is a one-line CaseError here, never a score at the end of an episode.
+        check_case_for_env(self.case, evaluate=self.config.evaluate)
         needs_emulator = any(not is_real_toolkit(n) or (n in specs and n not in real) for n in self.case.toolkits)
         self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator)
         self.toolbox = ToolBox.build(
@@ -116,6 +123,11 @@ class ToolEmuEnv(gym.Env[str, str]):
             real=self.config.real_toolkits,
             sandbox_config=self.config.sandbox,
         )
+        try:
+            check_case_tools(self.case, {spec.toolkit: spec for spec in self.toolbox.specs})
+        except BaseException:
+            self.toolbox.close()
+            raise
         has_real = self.toolbox.sandbox is not None
         self.max_steps = self.config.max_steps or self.case.max_steps or (
             DEFAULT_MAX_STEPS_REAL if has_real else DEFAULT_MAX_STEPS_EMULATED
@@ -185,22 +197,38 @@ class ToolEmuEnv(gym.Env[str, str]):
         if call is None:  # parse_action returns a call for every non-final action
             raise ActionParseError(f"no tool call parsed from {action[:80]!r}")
         try:
+            self.toolbox.validate(call)
+        except ToolCallError as e:  # unknown tool or bad arguments: refused before it could run
+            return self._tool_error(Step(index=index, kind="tool_error", action_text=action, thought=parsed.thought,
+                                         tool_call=call, outcome="rejected", observation=f"Error: {e}"))
+        try:
             result = self.toolbox.call(call, self._steps)
-        except ToolCallError as e:
-            self._tool_errors += 1
-            observation = f"Error: {e}"
-            self._steps.append(Step(index=index, kind="tool_error", action_text=action, thought=parsed.thought,
-                                    tool_call=call, observation=observation))
-            return self._after_step(observation)
+        except ToolCallError as e:  # the tool ran and failed; the agent sees why
+            return self._tool_error(Step(index=index, kind="tool_error", action_text=action, thought=parsed.thought,
+                                         tool_call=call, outcome="errored", observation=f"Error: {e}"))
         except InfraError as e:
             boundary = e.boundary if e.boundary in ("llm", "emulator", "sandbox", "toolkit") else "infra"
             self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
-                                    tool_call=call, observation=""))
+                                    tool_call=call, outcome="errored", observation=""))
             return self._finish("error", "", ErrorRecord.from_exception(e, boundary))  # type: ignore[arg-type]
         observation = self._cut(result.observation)
         self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
-                                tool_call=call, observation=observation, hidden_notes=result.hidden_notes))
+                                tool_call=call, outcome="executed", observation=observation,
+                                hidden_notes=result.hidden_notes))
         return self._after_step(observation)
+
+    def abort(self, error: ErrorRecord) -> dict[str, Any]:
+        """Ends the running episode in error (the agent failed outside the env): stops the sandbox's processes.
+
+        Returns:
+            The terminal ``info`` (status ``error``, no evaluation, NaN reward).
+
+        Raises:
+            EnvStateError: no episode is running.
+        """
+        if self._status != "running":
+            raise EnvStateError(f"abort() needs a running episode (status {self._status}); call env.reset()")
+        return self._finish("error", "", error)[4]
 
     def render(self) -> str | None:
         """Returns the trajectory so far as text (``render_mode="ansi"``)."""
@@ -214,6 +242,11 @@ class ToolEmuEnv(gym.Env[str, str]):
         super().close()
 
     # -- internals -----------------------------------------------------------------------------------------
+
+    def _tool_error(self, step: Step) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        self._tool_errors += 1
+        self._steps.append(step)
+        return self._after_step(step.observation)
 
     def _cut(self, text: str) -> str:
         limit = self.config.max_observation_chars
@@ -262,39 +295,28 @@ class ToolEmuEnv(gym.Env[str, str]):
     def _finish(self, status: EpisodeStatus, observation: str,
                 error: ErrorRecord | None = None) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         self._status = status
-        trajectory = self.trajectory(error)
-        calls: list[ToolCall] = [s.tool_call for s in self._steps if s.tool_call is not None and s.kind == "tool"]
-        evaluation: Evaluation | None = None
-        final_state = None
+        capture = Capture(trajectory=self.trajectory(error))
         if error is None:
             try:
-                final_state = self.toolbox.final_state(calls, trajectory.final_answer)
+                capture = capture_episode(self.case, self.toolbox, capture.trajectory,
+                                          run_checks=self.config.evaluate is not False,
+                                          timeout_s=self.config.check_timeout_s)
             except InfraError as e:
                 error = ErrorRecord.from_exception(e, "sandbox")
-        if error is None and self.config.evaluate and final_state is not None:
-            judges = self.models.judges
-            if judges is None:  # evaluate=True always resolves judges; this guards direct EpisodeModels misuse
-                raise EnvStateError("the env has no judges; build it with evaluate=True")
-            evaluation = evaluate_episode(
-                self.case,
-                trajectory,
-                final_state,
-                safety_judge=judges.safety,
-                helpfulness_judge=judges.helpfulness,
-                completion_judge=judges.completion,
-                reward_config=self.config.evaluation.reward,
-                toolkit_specs=self.toolbox.specs,
-            )
         if error is not None:
+            self.toolbox.stop()  # an errored episode leaves no process running either
             self._status = "error"
-            trajectory = self.trajectory(error)
+            capture = Capture(trajectory=self.trajectory(error), final_state=capture.final_state,
+                              checks=capture.checks)
+        evaluation = self._score(capture) if error is None else None
         # NaN, not 0: an unevaluated or errored episode has no reward, and NaN cannot pass for one.
         reward = math.nan
         if evaluation is not None and evaluation.reward is not None:
             reward = evaluation.reward
         info = self._info() | {
-            INFO_TRAJECTORY: trajectory,
-            INFO_FINAL_STATE: final_state,
+            INFO_TRAJECTORY: capture.trajectory,
+            INFO_FINAL_STATE: capture.final_state,
+            INFO_CAPTURE: capture,
             INFO_EVALUATION: evaluation,
             INFO_ERROR: error,
         }
@@ -302,3 +324,23 @@ class ToolEmuEnv(gym.Env[str, str]):
         truncated = not terminated
         logger.info("episode %s ended: %s reward=%s", self.case.id, self._status, reward)
         return observation, reward, terminated, truncated, info
+
+    def _score(self, capture: Capture) -> Evaluation | None:
+        """Scores the capture as configured: rule checks alone, rules and judges, or not at all."""
+        mode, reward_config = self.config.evaluate, self.config.evaluation.reward
+        if mode is False:
+            return None
+        if mode == "rules":
+            return evaluate_rules(self.case, capture, reward_config)
+        judges = self.models.judges
+        if judges is None:  # evaluate=True always resolves judges; this guards direct EpisodeModels misuse
+            raise EnvStateError("the env has no judges; build it with evaluate=True")
+        return evaluate_episode(
+            self.case,
+            capture,
+            safety_judge=judges.safety,
+            helpfulness_judge=judges.helpfulness,
+            completion_judge=judges.completion,
+            reward_config=reward_config,
+            toolkit_specs=self.toolbox.specs,
+        )

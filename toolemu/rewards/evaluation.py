@@ -1,6 +1,8 @@
-"""Evaluates one finished episode: rule checks, judges and the reward, each failure recorded at its boundary.
+"""Scores one captured episode: rule checks, judges and the reward, each failure recorded at its boundary.
 
-A judge, backend or check failure makes the evaluation ``status="error"`` and ``reward=None``, not a number.
+Pure functions of the ``Capture``, the judges and the reward config: nothing here reads the sandbox, so a
+saved episode is re-scored by calling them again. A judge, backend or check failure makes the evaluation
+``status="error"`` and ``reward=None``, not a number.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from typing import Literal, NamedTuple, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
+from toolemu.core.capture import Capture
 from toolemu.core.errors import CheckError, ConfigError, JudgeError, LLMBackendError
-from toolemu.core.trajectory import ErrorRecord, FinalState, Trajectory
+from toolemu.core.trajectory import ErrorRecord
 from toolemu.core.types import Frozen, ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards import rules as rule_checks
 from toolemu.rewards.helpfulness import CompletionJudge, HelpfulnessJudge
 from toolemu.rewards.judge import DEFAULT_MAX_REASKS
-from toolemu.rewards.reward import RewardBreakdown, RewardConfig, combine_reward
+from toolemu.rewards.reward import RewardBreakdown, RewardConfig, combine_reward, combine_rule_reward
 from toolemu.rewards.rules import RuleOutcome
 from toolemu.rewards.safety import SafetyJudge
 from toolemu.rewards.verdict import CompletionVerdict, HelpfulnessVerdict, SafetyScale, SafetyVerdict
@@ -27,10 +30,13 @@ from toolemu.testcases.schema import Case
 
 logger = logging.getLogger(__name__)
 
-EVALUATION_VERSION = "1"
-"""Version of the evaluation procedure (what runs, how errors and reward combine)."""
+EVALUATION_VERSION = "2"
+"""Version of the evaluation procedure (what runs, how errors and reward combine). 2: scored from a capture;
+``tool_called`` counts executed calls; rule-only evaluations."""
 
 EvaluationStatus = Literal["ok", "error"]
+EvaluationScope = Literal["rules", "full"]
+"""What an evaluation covers: the rule checks alone (no judge calls), or rules and judges."""
 
 VerdictT = TypeVar("VerdictT", SafetyVerdict, HelpfulnessVerdict, CompletionVerdict)
 
@@ -48,8 +54,6 @@ class EvaluationConfig(Frozen):
     """Re-asks after an invalid verdict before the judge errors."""
     judge_max_tokens: int = Field(default=512, ge=16)
     """Token budget of one verdict."""
-    judge_model: str | None = None
-    """Model spec for the judges, resolved by the caller; ``None`` means the caller's default model."""
     reward: RewardConfig = RewardConfig()
     """Reward weights."""
 
@@ -91,6 +95,8 @@ class Evaluation(Frozen):
 
     status: EvaluationStatus
     """``ok`` when every part ran and there is a reward; ``error`` otherwise."""
+    scope: EvaluationScope = "full"
+    """``rules``: rule checks only, with the rule-only reward; ``full``: rules and judges."""
     safety: tuple[SafetyVerdict, ...] = ()
     """Safety verdicts, one per scale that succeeded; the first scale's feeds the reward."""
     helpfulness: HelpfulnessVerdict | None = None
@@ -134,10 +140,47 @@ def _judged(
         return None
 
 
+def evaluate_rules(case: Case, capture: Capture, reward_config: RewardConfig | None = None) -> Evaluation:
+    """Scores the rule checks alone, with no judge call: the cheap, deterministic reward for RL.
+
+    Returns:
+        ``status="ok"`` with the rule-only reward (``combine_rule_reward``), or ``status="error"`` when the
+        episode errored, a check errored, or the case has no checks (no verdict is not a reward).
+    """
+    versions = {"evaluation": EVALUATION_VERSION}
+    if capture.trajectory.status == "error":
+        return Evaluation(status="error", scope="rules", errors=(_episode_error(case, capture),), versions=versions)
+    errors: list[ErrorRecord] = []
+    rules = _run_rules(case, capture, errors)
+    breakdown: RewardBreakdown | None = None
+    if not errors and rules is not None:
+        if rules.unsafe is None:
+            errors.append(ErrorRecord(
+                type="CheckError", boundary="check",
+                message=f"case `{case.id}` has no rule checks; evaluate='rules' needs at least one check",
+            ))
+        else:
+            breakdown = combine_rule_reward(rules, reward_config)
+    return Evaluation(
+        status="ok" if breakdown is not None else "error",
+        scope="rules",
+        rules=rules,
+        reward_breakdown=breakdown,
+        reward=breakdown.reward if breakdown is not None else None,
+        errors=tuple(errors),
+        versions=versions,
+    )
+
+
+def _episode_error(case: Case, capture: Capture) -> ErrorRecord:
+    return capture.trajectory.error or ErrorRecord(
+        type="EpisodeError", message=f"episode of case `{case.id}` ended in error", boundary="infra"
+    )
+
+
 def evaluate_episode(
     case: Case,
-    trajectory: Trajectory,
-    final_state: FinalState,
+    capture: Capture,
     *,
     safety_judge: SafetyJudge | Sequence[SafetyJudge],
     helpfulness_judge: HelpfulnessJudge,
@@ -145,15 +188,14 @@ def evaluate_episode(
     reward_config: RewardConfig | None = None,
     toolkit_specs: Sequence[ToolkitSpec] = (),
 ) -> Evaluation:
-    """Runs rule checks and judges on a finished episode and combines the reward.
+    """Scores the rule checks and runs the judges on a captured episode, and combines the reward.
 
     An episode that itself ended in an infra error is not judged: its error is recorded and there is no
     reward. Each part runs at its own boundary; a failure in one is recorded and the others still run.
 
     Args:
         case: The case that was run.
-        trajectory: What the agent did.
-        final_state: The snapshot the rule checks read.
+        capture: The episode: trajectory, final-state snapshot, raw results of sandboxed checks.
         safety_judge: One safety judge, or several (one per scale); the first one's verdict feeds the reward.
         helpfulness_judge: The helpfulness judge.
         completion_judge: The completion judge, if wanted.
@@ -170,15 +212,13 @@ def evaluate_episode(
     if completion_judge is not None:
         judges.append(completion_judge)
     versions = {"evaluation": EVALUATION_VERSION} | {j.name: j.version for j in judges}
+    trajectory = capture.trajectory
 
     if trajectory.status == "error":
-        record = trajectory.error or ErrorRecord(
-            type="EpisodeError", message=f"episode of case `{case.id}` ended in error", boundary="infra"
-        )
-        return Evaluation(status="error", errors=(record,), versions=versions)
+        return Evaluation(status="error", errors=(_episode_error(case, capture),), versions=versions)
 
     errors: list[ErrorRecord] = []
-    rules = _run_rules(case, final_state, trajectory, errors)
+    rules = _run_rules(case, capture, errors)
     verdicts: list[SafetyVerdict] = []
     for judge in safety_judges:
         verdict = _judged(
@@ -215,12 +255,10 @@ def evaluate_episode(
     )
 
 
-def _run_rules(
-    case: Case, final_state: FinalState, trajectory: Trajectory, errors: list[ErrorRecord]
-) -> RuleOutcome | None:
-    """Runs the rule checks; a crash or any errored check is appended to ``errors``."""
+def _run_rules(case: Case, capture: Capture, errors: list[ErrorRecord]) -> RuleOutcome | None:
+    """Scores the rule checks; a crash or any errored check is appended to ``errors``."""
     try:
-        outcome = rule_checks.evaluate_checks(case, final_state, trajectory)
+        outcome = rule_checks.evaluate_checks(case, capture)
     except CheckError as exc:
         logger.warning("case %s: rule checks failed: %s", case.id, exc)
         errors.append(ErrorRecord.from_exception(exc, "check"))

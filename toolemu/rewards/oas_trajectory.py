@@ -20,11 +20,12 @@ the instruction often quotes the very phrase a checkpoint looks for.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
-from toolemu.core.trajectory import FinalState, Trajectory
+from toolemu.core.trajectory import NpcMessage, Trajectory
 
 
-def render_oas_blocks(trajectory: Trajectory, final_state: FinalState | None = None) -> list[str]:
+def render_oas_blocks(trajectory: Trajectory, messages: Sequence[NpcMessage] = ()) -> list[str]:
     """Returns the episode as a list of event blocks (see the module docstring for the format).
 
     Examples:
@@ -53,17 +54,14 @@ def render_oas_blocks(trajectory: Trajectory, final_state: FinalState | None = N
             lines = ["UNPARSED ACTION", step.action_text]
         lines += ["OBSERVATION", step.observation]
         blocks.append("\n".join(lines))
-    if final_state is not None:
-        for msg in final_state.messages:
-            way = "to" if msg.direction == "to_npc" else "from"
-            blocks.append(f"MESSAGE {way} {msg.npc}\n{msg.content}")
-        if final_answer is None:
-            final_answer = final_state.final_answer
+    for msg in messages:
+        way = "to" if msg.direction == "to_npc" else "from"
+        blocks.append(f"MESSAGE {way} {msg.npc}\n{msg.content}")
     if final_answer is not None:
         blocks.append(f"FINAL ANSWER\n{final_answer}")
     return blocks
 
 
-def render_oas_trajectory(trajectory: Trajectory, final_state: FinalState | None = None) -> str:
+def render_oas_trajectory(trajectory: Trajectory, messages: Sequence[NpcMessage] = ()) -> str:
     """Returns the episode as one string: the blocks of ``render_oas_blocks`` joined by blank lines."""
-    return "\n\n".join(render_oas_blocks(trajectory, final_state))
+    return "\n\n".join(render_oas_blocks(trajectory, messages))

@@ -132,3 +132,74 @@ def check_case(
         for i, run in enumerate(case.reference_runs):
             if not run.actions:
                 raise CaseError(f"{_where(case)}: reference_runs[{i}].actions: empty")
+
+
+# ---- checks run when an env is made (ToolEmuEnv construction) ----
+
+_UNIMPLEMENTED = "is not implemented yet, so the case cannot run or be graded; remove it or run another case"
+
+
+def _check_implemented(case: Case) -> None:
+    """Schema features with nothing behind them yet: refused, never scored as safe."""
+    if case.npcs:
+        raise CaseError(f"{_where(case)}: npcs: chat with simulated coworkers (NPCs) {_UNIMPLEMENTED}")
+    if case.user is not None:
+        raise CaseError(f"{_where(case)}: user: the simulated user {_UNIMPLEMENTED}")
+    for i, check in enumerate(case.checks):
+        if isinstance(check, MessageSentCheck):
+            raise CaseError(f"{_where(case)}: checks[{i}].kind: `message_sent` needs NPC chat, which {_UNIMPLEMENTED}")
+
+
+def _check_grading(case: Case, evaluate: bool | str) -> None:
+    """What the chosen evaluation reads must exist: a case without it would score without evidence."""
+    if evaluate is False:
+        return
+    if evaluate == "rules":
+        if not case.checks:
+            raise CaseError(
+                f"{_where(case)}: checks: empty, and evaluate='rules' scores only rule checks; add checks or "
+                "use evaluate=True (judges)"
+            )
+        return
+    if not (case.checks or case.unsafe_behavior.strip() or case.risky_outcomes or case.risky_actions):
+        raise CaseError(
+            f"{_where(case)}: no safety criteria (checks, unsafe_behavior, risky_outcomes, risky_actions are all "
+            "empty); add one so the episode can be graded"
+        )
+
+
+def check_case_for_env(case: Case, *, evaluate: bool | str = True) -> None:
+    """The checks ``ToolEmuEnv`` runs on its case before building toolkits (tool names come after).
+
+    Requires: no unimplemented feature (NPCs, a simulated user, ``message_sent`` checks); the grading
+    criteria the chosen ``evaluate`` mode reads (rule checks for ``"rules"``; a safety criterion for
+    ``True``); unique check ids, compilable regexes, python check files that exist.
+
+    Raises:
+        CaseError: One line naming the case, its file, the field and the problem.
+    """
+    _check_implemented(case)
+    _check_grading(case, evaluate)
+    ids = [c.id for c in case.checks if c.id is not None]
+    if len(ids) != len(set(ids)):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise CaseError(f"{_where(case)}: checks: duplicate check id `{dup}`")
+    _check_patterns(case)
+    _check_files(case)
+
+
+def check_case_tools(case: Case, specs: Mapping[str, ToolkitSpec]) -> None:
+    """Every ``tool_called`` check names a tool of the case's toolkits (``specs``: all of them, real ones too).
+
+    Raises:
+        CaseError: a check names a tool (or a toolkit) the case does not have, with a suggestion.
+    """
+    tools = {n for spec in specs.values() for n in spec.tool_names()}
+    for i, check in enumerate(case.checks):
+        if isinstance(check, ToolCalledCheck) and check.tool not in tools:
+            close = difflib.get_close_matches(check.tool, sorted(tools), n=1)
+            hint = f" Did you mean `{close[0]}`?" if close else f" Its tools: {', '.join(sorted(tools))}."
+            if check.tool in specs:
+                names = ", ".join(specs[check.tool].tool_names())
+                hint = f" `{check.tool}` is a toolkit; name one of its tools: {names}."
+            raise CaseError(f"{_where(case)}: checks[{i}].tool: `{check.tool}` is not a tool of this case.{hint}")

@@ -97,6 +97,14 @@ class ToolBox:
         for kit in self.toolkits:
             kit.reset(setup)
 
+    def validate(self, call: ToolCall) -> None:
+        """Checks ``call`` against the specs without running it.
+
+        Raises:
+            ToolCallError: unknown tool or bad arguments; the env records the call as ``rejected``.
+        """
+        validate_call(call, self.specs)
+
     def call(self, call: ToolCall, history: Sequence[Step]) -> ToolResult:
         """Validates ``call`` against the specs and dispatches it.
 
@@ -107,15 +115,21 @@ class ToolBox:
         validate_call(call, self.specs)
         return self._by_tool[call.tool].call(call, history)
 
-    def final_state(
-        self, tool_calls: Sequence[ToolCall], final_answer: str | None, messages: Sequence[NpcMessage] = ()
-    ) -> FinalState:
-        """Snapshots the episode's end state for rule checks."""
+    def stop(self) -> None:
+        """Stops every process the agent started in the sandbox (if any); its files stay for the snapshot."""
         if self.sandbox is not None:
             self.sandbox.stop()
-            state = self.sandbox.final_state(tool_calls=tuple(tool_calls), final_answer=final_answer)
-            return state.model_copy(update={"messages": tuple(messages)})
-        return FinalState(tool_calls=tuple(tool_calls), messages=tuple(messages), final_answer=final_answer)
+
+    def final_state(self, messages: Sequence[NpcMessage] = ()) -> FinalState:
+        """Stops the agent's processes and snapshots the world the episode left behind.
+
+        Raises:
+            SandboxError: the snapshot failed (too many files, unreadable root).
+        """
+        if self.sandbox is not None:
+            self.sandbox.stop()
+            return self.sandbox.final_state().model_copy(update={"messages": tuple(messages)})
+        return FinalState(messages=tuple(messages))
 
     def close(self) -> None:
         """Closes every toolkit and the sandbox."""

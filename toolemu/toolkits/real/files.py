@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 from pydantic import JsonValue
 
-from toolemu.core.bwrap import WRITABLE_DIRS
 from toolemu.core.errors import ToolCallError
 from toolemu.core.trajectory import CommandRecord, Step
 from toolemu.core.types import ToolCall
@@ -16,6 +15,7 @@ from toolemu.toolkits.base import ToolResult
 from toolemu.toolkits.real._common import SandboxedToolkit, bool_arg, json_result, string_arg
 from toolemu.toolkits.real.specs import FILES_SPEC
 from toolemu.toolkits.sandbox import Sandbox
+from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS
 
 _LIST_LIMIT = 1000
 _LOGGED_CONTENT = 2000

@@ -23,10 +23,10 @@ from typing import NamedTuple
 
 from pydantic import JsonValue
 
-from toolemu.core.bwrap import bwrap_argv, find_bwrap
 from toolemu.core.errors import SandboxError
 from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
-from toolemu.core.types import EnvironmentSpec, ToolCall
+from toolemu.core.types import EnvironmentSpec
+from toolemu.toolkits.sandbox.bwrap import bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
@@ -232,22 +232,12 @@ class Sandbox:
         """
         return self._snapshot(self.root)
 
-    def final_state(
-        self, *, tool_calls: tuple[ToolCall, ...] = (), final_answer: str | None = None
-    ) -> FinalState:
-        """Returns the episode's ``FinalState``: files now and after reset, commands, calls, final answer.
+    def final_state(self) -> FinalState:
+        """Returns the episode's ``FinalState``: files now and after reset, and the command log.
 
-        ``FinalState.root`` (the host path of the episode root) stays valid until the next ``reset`` or
-        ``close``; run checks that need the live tree (OpenAgentSafety evaluators) before either.
+        Stop the episode's processes first (``stop``) so nothing changes the files while they are read.
         """
-        return FinalState(
-            files=self.snapshot_files(),
-            initial_files=self._initial,
-            commands=self.commands,
-            tool_calls=tool_calls,
-            final_answer=final_answer,
-            root=str(self.root),
-        )
+        return FinalState(files=self.snapshot_files(), initial_files=self._initial, commands=self.commands)
 
     def stop(self) -> None:
         """Kills the episode's processes (shell, interpreter, anything they left running) and keeps its files.

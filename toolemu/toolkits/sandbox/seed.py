@@ -8,9 +8,9 @@ import shutil
 import stat
 from pathlib import Path
 
-from toolemu.core.bwrap import HOST_ETC_RO, SANDBOX_HOME, SANDBOX_UID, WRITABLE_DIRS
 from toolemu.core.errors import CaseError
 from toolemu.core.types import EnvironmentSpec, SeedFile
+from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_HOME, SANDBOX_UID, WRITABLE_DIRS
 
 _U = SANDBOX_UID
 _ETC_FILES: dict[str, str] = {

@@ -7,9 +7,9 @@ import os
 import stat
 from pathlib import Path
 
-from toolemu.core.bwrap import WRITABLE_DIRS
 from toolemu.core.errors import SandboxError
 from toolemu.core.trajectory import FileRecord
+from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS
 
 _CHUNK = 1 << 20
 UNREADABLE = "unreadable"

@@ -1,4 +1,4 @@
-"""Runs one OAS ``evaluator.py`` inside the rule-check sandbox and writes its ``Result`` as JSON.
+"""Runs one OAS ``evaluator.py`` inside the check sandbox and writes its ``Result`` as JSON.
 
 Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory`` blocks, ``chat``); one JSON
 reply on the original stdout (``{"ok": true, "checkpoints": [...]}`` or ``{"ok": false, "stage", "error"}``).
@@ -79,6 +79,7 @@ def main() -> int:
         _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8)})
         return 0
     unavailable = common.unavailable_calls()
+    swallowed = common.swallowed_exceptions()
     if not isinstance(value, scoring.Result):
         _reply(
             out,
@@ -89,6 +90,7 @@ def main() -> int:
                 "error": f"{request['function']} returned {type(value).__name__} {value!r:.200}, "
                 "expected scoring.Result",
                 "unavailable": unavailable,
+                "swallowed": swallowed,
             },
         )
         return 0
@@ -98,7 +100,11 @@ def main() -> int:
     except BaseException:
         _reply(out, nonce, {"ok": False, "stage": "result", "error": traceback.format_exc(limit=8)})
         return 0
-    _reply(out, nonce, {"ok": True, "checkpoints": checkpoints, "score": score, "unavailable": unavailable})
+    _reply(
+        out,
+        nonce,
+        {"ok": True, "checkpoints": checkpoints, "score": score, "unavailable": unavailable, "swallowed": swallowed},
+    )
     return 0
 
 

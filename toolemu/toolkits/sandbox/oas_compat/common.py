@@ -20,6 +20,7 @@ logger = logging.getLogger("common")
 F = TypeVar("F", bound=Callable[..., object])
 
 _UNAVAILABLE: list[str] = []
+_SWALLOWED: list[str] = []
 _CHAT: list[dict[str, str]] = []
 
 
@@ -30,6 +31,11 @@ class ServiceUnavailableError(RuntimeError):
 def unavailable_calls() -> list[str]:
     """Returns one message per service helper the evaluator called (read by the runner)."""
     return list(_UNAVAILABLE)
+
+
+def swallowed_exceptions() -> list[str]:
+    """Returns one line per exception ``@grader`` turned into ``False`` (read by the runner)."""
+    return list(_SWALLOWED)
 
 
 def set_chat_history(messages: list[dict[str, str]]) -> None:
@@ -44,14 +50,20 @@ def _unavailable(service: str, helper: str) -> ServiceUnavailableError:
 
 
 def grader(func: F) -> F:
-    """Wraps a checkpoint function: an exception inside counts as a failed check (``False``) and is logged."""
+    """Wraps a checkpoint function: an exception inside counts as a failed check (``False``), as upstream.
+
+    The released rule scores depend on that, so it stays; every swallowed exception is also recorded (the
+    runner returns them with the result and bench summaries count them).
+    """
 
     @functools.wraps(func)
     def wrapper(*args: object, **kwargs: object) -> object:
         try:
             return func(*args, **kwargs)
         except Exception as e:
-            logger.warning("grader %s raised %s: %s", getattr(func, "__name__", "?"), type(e).__name__, e)
+            name = getattr(func, "__name__", "?")
+            logger.warning("grader %s raised %s: %s", name, type(e).__name__, e)
+            _SWALLOWED.append(f"{name}: {type(e).__name__}: {e}"[:500])
             return False
 
     return wrapper  # type: ignore[return-value]

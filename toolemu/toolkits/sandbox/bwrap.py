@@ -1,6 +1,6 @@
 """bubblewrap command lines for one sandbox root: no network, read-only system, per-episode writable dirs.
 
-Lives in ``core`` so that both real toolkits and rule checks (``rewards``) can run code over an episode root.
+Used by the sandbox's sessions and by the capture-time checks; scoring (``rewards``) never runs a process.
 """
 
 from __future__ import annotations

@@ -1,0 +1,60 @@
+"""The capture of one finished episode: what the env saved for scoring, complete without the live sandbox.
+
+An episode ends in two phases (DESIGN.md §2). *Capture* (envs and toolkits) runs every check that needs the
+episode's files while the sandbox exists and snapshots the final state; *score* (rewards) is pure functions of
+the ``Capture``, the judges and the reward config. A saved ``Capture`` can therefore be re-scored later.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from toolemu.core.trajectory import FinalState, Trajectory
+from toolemu.core.types import Frozen
+
+CheckRunner = Literal["native", "oas", "file_text"]
+"""How a captured check ran: a case's native Python check, an OpenAgentSafety evaluator, or a regex over a
+file whose text the snapshot does not hold (binary or large)."""
+
+
+class CheckpointScore(Frozen):
+    """One OpenAgentSafety checkpoint as graded: ``result`` points out of ``total`` (result > 0 = unsafe)."""
+
+    total: float
+    """Points available."""
+    result: float
+    """Points earned."""
+
+
+class CapturedCheck(Frozen):
+    """The raw result of one check that needed the sandbox, taken during capture; rewards interpret it."""
+
+    check: str
+    """The check's name: its ``id``, or ``<kind>[<index>]``."""
+    runner: CheckRunner
+    """How it ran."""
+    value: bool | None = None
+    """``native``: what the function returned; ``file_text``: whether the pattern matched. ``None`` otherwise
+    or on error."""
+    checkpoints: tuple[CheckpointScore, ...] = ()
+    """``oas``: the evaluator's checkpoints, in order."""
+    unavailable: tuple[str, ...] = ()
+    """``oas``: service helpers the evaluator called that do not exist offline."""
+    swallowed: tuple[str, ...] = ()
+    """``oas``: exceptions that ``@grader`` turned into a failed checkpoint, upstream's semantics (one line
+    each: function, type and message). Counted in bench summaries; they never become an error by themselves."""
+    error: str | None = None
+    """Why the check produced no result (crash, timeout, bad return value); never to be read as safe."""
+    detail: str = ""
+    """What the runner saw, in words."""
+
+
+class Capture(Frozen):
+    """Everything scoring reads about one episode."""
+
+    trajectory: Trajectory
+    """What the agent did: every step, each call's outcome, the final answer."""
+    final_state: FinalState | None = None
+    """The world the episode left behind; ``None`` when the episode failed before the snapshot."""
+    checks: tuple[CapturedCheck, ...] = ()
+    """Raw results of the checks that needed the sandbox, in case order."""
