@@ -1,7 +1,8 @@
 """Speed of the embedded llama.cpp model: prompt and generation tokens/s, judge-call latency, peak RSS.
 
-Usage: python benchmarks/local_model.py [--model embedded|smollm2|qwen1.5b|PATH.gguf] [--threads N]
-Goals (embedded model): >= 30 tok/s generation, judge call <= 1.5 s, peak RSS <= 1 GB.
+Usage: python benchmarks/local_model.py [--model embedded|smollm2|qwen1.5b|PATH.gguf] [--threads N] [--ctx-sweep]
+Goals (embedded model): >= 30 tok/s generation, judge call <= 1.5 s, peak RSS <= 1 GB; our decode loop >= 95% of a
+bare ``llama.eval`` loop at the same thread count. ``--ctx-sweep`` also measures peak RSS at several ``n_ctx``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import json
 import os
 import resource
 import statistics
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 from pydantic import JsonValue
 
@@ -21,6 +25,7 @@ from toolemu.core.types import Message
 from toolemu.envs.action import parse_action
 from toolemu.llm.backend import SamplingParams
 from toolemu.llm.embedded import MODELS, model_path
+from toolemu.llm.llama_probe import probe
 from toolemu.llm.llamacpp import LlamaChatModel
 from toolemu.rewards.safety import SafetyJudge
 from toolemu.testcases import load_case
@@ -90,15 +95,62 @@ def _real_judge_latencies(model: LlamaChatModel, calls: int = 3) -> list[float]:
     return latencies
 
 
+def _bare_eval_rate(model: LlamaChatModel, threads: int, n_tokens: int = 64) -> float:
+    """Generation tok/s of a bare ``llama.eval`` loop (one token per call, no sampling) at ``threads``."""
+    import llama_cpp
+
+    llama = model._loaded.llama
+    batch_threads = llama.context_params.n_threads_batch
+    llama_cpp.llama_set_n_threads(llama.ctx, threads, batch_threads)
+    try:
+        tokens = llama.tokenize(f"{uuid.uuid4().hex} the lighthouse keeper watched the storm".encode(), add_bos=True)
+        llama.reset()
+        llama.eval(tokens)
+        feed = (tokens * (n_tokens // len(tokens) + 1))[:n_tokens]
+        started = time.perf_counter()
+        for token in feed:
+            llama.eval([token])
+        return n_tokens / (time.perf_counter() - started)
+    finally:
+        llama_cpp.llama_set_n_threads(llama.ctx, llama.context_params.n_threads, batch_threads)
+        llama.reset()
+
+
+_CTX_CHILD = """
+import json, resource, sys
+from toolemu.llm.llamacpp import LlamaChatModel
+from toolemu.core.types import Message
+from toolemu.llm.backend import SamplingParams
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+model = LlamaChatModel(sys.argv[1], n_ctx=int(sys.argv[2]), n_threads=1)
+model.chat([Message(role="user", content="Say hi.")], SamplingParams(max_tokens=4))
+print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+"""
+
+
+def _ctx_sweep(path: str, sizes: tuple[int, ...] = (4096, 8192, 16384, 32768)) -> None:
+    for n_ctx in sizes:
+        out = subprocess.run([sys.executable, "-c", _CTX_CHILD, path, str(n_ctx)], capture_output=True, text=True)
+        figure = f"{float(out.stdout.strip().splitlines()[-1]):.0f} MB" if out.returncode == 0 else "failed"
+        print(f"peak RSS with n_ctx={n_ctx}: {figure}")
+
+
 def main() -> None:
     """Runs the measurements and prints one line per figure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--gen-tokens", type=int, default=128)
+    parser.add_argument("--ctx-sweep", action="store_true", help="also measure peak RSS at several n_ctx")
     args = parser.parse_args()
 
     path = model_path(args.model) if args.model in MODELS else args.model
+    started = time.perf_counter()
+    measured = probe(Path(path))
+    print(
+        f"build probe: {time.perf_counter() - started:.1f}s (cached after the first run); generation tok/s by "
+        f"thread count {measured.rates}; chosen: {measured.threads}"
+    )
     started = time.perf_counter()
     model = LlamaChatModel(path, n_threads=args.threads, name=args.model)
     print(f"model: {model.name} ({model.path}), cpus: {os.cpu_count()}, load: {time.perf_counter() - started:.2f}s")
@@ -120,6 +172,8 @@ def main() -> None:
         seconds, _, n_gen = _timed(model, nonce[1:], free)
         gen_rates.append((n_gen - 1) / max(seconds - short, 1e-9))
     gen_rate = statistics.median(gen_rates)
+    threads = model._loaded.llama.context_params.n_threads
+    bare = {t: statistics.median(_bare_eval_rate(model, t) for _ in range(3)) for t in sorted(measured.rates)}
 
     judge = SamplingParams(max_tokens=160, json_schema=VERDICT_SCHEMA)
     latencies = []
@@ -146,6 +200,11 @@ def main() -> None:
         f"{'met' if gen_rate >= 30 else 'NOT met'}"
     )
     print(
+        "bare llama.eval loop: " + ", ".join(f"{t} threads {rate:.1f} tok/s" for t, rate in bare.items())
+        + f"; ours at {threads} threads is {gen_rate / bare[threads]:.0%} of bare (goal >= 95%)"
+        if threads in bare else f"bare llama.eval loop: {bare}"
+    )
+    print(
         f"judge call: {judge_latency:.2f}s median of warm calls (all: {[round(x, 2) for x in latencies]}; "
         f"{sizes[0]} prompt tokens, system prompt cached after the first; {sizes[1]} generated)  "
         f"goal <= 1.5s: {'met' if judge_latency <= 1.5 else 'NOT met'}"
@@ -156,6 +215,8 @@ def main() -> None:
         f"(all: {[round(x, 2) for x in real_latencies]})"
     )
     print(f"peak RSS: {peak_mb:.0f} MB  goal <= 1024 MB: {'met' if peak_mb <= 1024 else 'NOT met'}")
+    if args.ctx_sweep:
+        _ctx_sweep(str(path))
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other work slows every figure)")
 
 

@@ -263,11 +263,19 @@ def installed_lib_dir() -> Path | None:
 
 
 def ggml_cpu_libraries(lib_dir: Path | None = None) -> list[Path]:
-    """Returns every ggml CPU-backend library of the installed build (``libggml-cpu*.so*``), sorted."""
+    """Returns every ggml CPU-backend library file of the installed build (``libggml-cpu*.so*``), sorted.
+
+    Identical files count once: wheels cannot hold symlinks, so ``libggml-cpu.so``, ``libggml-cpu.so.0`` and
+    ``libggml-cpu.so.0.25.3`` are usually three copies of one library.
+    """
     lib_dir = lib_dir or installed_lib_dir()
     if lib_dir is None:
         return []
-    return sorted(p for p in lib_dir.iterdir() if p.name.startswith("libggml-cpu") and ".so" in p.name)
+    unique: dict[str, Path] = {}
+    for path in sorted(lib_dir.iterdir(), key=lambda p: (len(p.name), p.name)):
+        if path.name.startswith("libggml-cpu") and ".so" in path.name and path.is_file():
+            unique.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), path)
+    return sorted(unique.values())
 
 
 def amx_instructions(library: Path) -> dict[str, int]:

@@ -41,6 +41,9 @@ def _import_llama_cpp() -> Any:
     return llama_cpp
 
 
+DEFAULT_N_CTX = 8192
+"""Context tokens for local models: room for a full emulated episode's agent prompt (the agent trims beyond it).
+The KV cache costs about 12 KB per token on the embedded model (see ``benchmarks/local_model.py --ctx-sweep``)."""
 THREADS_ENV = "TOOLEMU_LLAMA_THREADS"
 """Environment variable that overrides the measured generation thread count."""
 
@@ -127,7 +130,7 @@ class LlamaChatModel:
 
     Args:
         model_path: Path to a ``.gguf`` file.
-        n_ctx: Context window in tokens.
+        n_ctx: Context window in tokens (prompt plus reply).
         n_threads: Generation threads (default: ``$TOOLEMU_LLAMA_THREADS``, else the count the build probe
             measured fastest on this machine).
         name: Display name (default: the file stem); ``name`` is ``llama:<name>``.
@@ -142,7 +145,7 @@ class LlamaChatModel:
         self,
         model_path: str | Path,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         name: str | None = None,
         prompt_cache_mb: int = 128,

@@ -1,0 +1,76 @@
+"""How often the emulator answers a valid call with an error: the reference runs' calls of every emulated built-in.
+
+Usage: python benchmarks/emulator_errors.py [--model llama:embedded] [--mode standard|adversarial]
+
+Every reference-run call of an emulated built-in case passes the spec check, and each was written as a call the
+real service accepts, so an ``{"error": ...}`` reply to one is the emulator failing the agent, not the agent
+failing. Prints one line per call, then the share of error replies with its count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from toolemu.core.trajectory import Step
+from toolemu.core.types import EmulationContext
+from toolemu.envs.action import parse_action
+from toolemu.llm import resolve_model
+from toolemu.testcases import builtin_cases
+from toolemu.toolkits import builtin_toolkit_specs
+from toolemu.toolkits.base import EpisodeSetup
+from toolemu.toolkits.emulated import EmulatedToolkit
+
+
+def main() -> None:
+    """Replays the reference calls through the emulator and counts error replies."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="llama:embedded")
+    parser.add_argument("--mode", default="standard", choices=["standard", "adversarial"])
+    args = parser.parse_args()
+    model = resolve_model(args.model)
+    specs = builtin_toolkit_specs()
+    calls = errors = 0
+    started = time.perf_counter()
+    for case in builtin_cases():
+        if not all(name in specs for name in case.toolkits):
+            continue  # a real-tool case
+        peers = [specs[name] for name in case.toolkits]
+        toolkits = {name: EmulatedToolkit(specs[name], model, mode=args.mode, peers=peers) for name in case.toolkits}
+        for run in case.reference_runs:
+            setup = EpisodeSetup(
+                case_id=case.id,
+                emulation=EmulationContext(
+                    instruction=case.instruction,
+                    underspecified_task_information=case.underspecifications.task_information,
+                    underspecified_safety_constraints=case.underspecifications.safety_constraints,
+                    risky_actions=case.risky_actions,
+                    risky_outcomes=case.risky_outcomes,
+                ),
+                environment=case.environment,
+                seed=0,
+            )
+            for toolkit in toolkits.values():
+                toolkit.reset(setup)
+            history: list[Step] = []
+            for text in (a for a in run.actions if isinstance(a, str)):
+                parsed = parse_action(text)
+                call = parsed.tool_call
+                if call is None:
+                    continue
+                owner = next(t for t in toolkits.values() if t.spec.find(call.tool) is not None)
+                result = owner.call(call, history)
+                is_error = result.observation.startswith('{"error"')
+                calls += 1
+                errors += is_error
+                print(f"{'ERROR' if is_error else 'ok   '} {case.id} [{run.label}] {call.tool}: "
+                      f"{result.observation[:110]}")
+                history.append(Step(index=len(history), kind="tool", action_text=text, tool_call=call,
+                                    observation=result.observation, hidden_notes=result.hidden_notes))
+    minutes = (time.perf_counter() - started) / 60
+    print(f"emulator error replies to valid reference calls: {errors}/{calls} = {errors / max(calls, 1):.0%} "
+          f"({args.model}, {args.mode}, {minutes:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()
