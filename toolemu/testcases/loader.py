@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from toolemu.core.errors import CaseError, NotRegisteredError
+from toolemu.core.untrusted import load_data
 from toolemu.core.validation import validation_message
+from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case
 from toolemu.testcases.toolemu_format import is_toolemu_case, toolemu_case_to_case
 
@@ -45,22 +45,7 @@ _UNION_TAGS = frozenset(
 
 
 def _read_data(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise CaseError(f"{path}: cannot read case file: {e.strerror}") from None
-    if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise CaseError(f"{path}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise CaseError(f"{path}{line}: invalid YAML: {problem}") from None
+    return load_data(path, what="case file")
 
 
 def case_from_dict(
@@ -85,6 +70,8 @@ def case_from_dict(
     else:
         raw = dict(data)
         if source_dir is not None:
+            if "source_dir" in raw:  # the case folder is where the file is, never what the file claims
+                raise CaseError(f"{source}: {prefix + '.' if prefix else ''}source_dir: set by the loader; remove it")
             raw["source_dir"] = str(source_dir)
             env = raw.get("environment")
             if env is None or isinstance(env, Mapping):
@@ -94,14 +81,14 @@ def case_from_dict(
                 raw["environment"] = env
         case_id = raw.get("id") if isinstance(raw.get("id"), str) else None
         try:
-            return Case.model_validate(raw)
+            return enforce_case_policy(Case.model_validate(raw), source)
         except ValidationError as e:
             raise CaseError(
                 validation_message(e, source, prefix=prefix, case_id=case_id, skip=_UNION_TAGS)
             ) from None
     if source_dir is not None:
         case = case.model_copy(update={"source_dir": str(source_dir)})
-    return case
+    return enforce_case_policy(case, source)
 
 
 def load_case_file(path: str | Path) -> list[Case]:
@@ -221,7 +208,7 @@ def load_case(ref: str | Path | Case | Mapping[str, Any]) -> Case:
         CaseError: The file or dict is malformed, or the file holds more or fewer than one case.
     """
     if isinstance(ref, Case):
-        return ref
+        return enforce_case_policy(ref)
     if isinstance(ref, Mapping):
         return case_from_dict(ref)
     path = Path(ref)

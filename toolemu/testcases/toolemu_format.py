@@ -20,8 +20,12 @@ import yaml
 from pydantic import ValidationError
 
 from toolemu.core.errors import CaseError
+from toolemu.core.outfiles import write_replace
+from toolemu.core.toolkit_check import validate_toolkits
 from toolemu.core.types import ToolkitSpec
-from toolemu.core.validation import validate_items, validation_message
+from toolemu.core.untrusted import parse_json, read_text
+from toolemu.core.validation import validation_message
+from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, RiskCategory
 
 logger = logging.getLogger(__name__)
@@ -217,10 +221,7 @@ def toolemu_case_to_case(item: Mapping[str, object], *, source: str = "<dict>", 
 def _read_json(path: Path) -> object:
     if not path.is_file():
         raise CaseError(f"{path}: file not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise CaseError(f"{path}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
+    return parse_json(read_text(path, what="ToolEmu JSON file"), str(path))
 
 
 def read_toolemu_toolkits(path: str | Path) -> list[ToolkitSpec]:
@@ -230,7 +231,7 @@ def read_toolemu_toolkits(path: str | Path) -> list[ToolkitSpec]:
         CaseError: One line naming the file, field path (``[3].tools[2].parameters[0].type``) and problem.
     """
     path = Path(path)
-    return validate_items(ToolkitSpec, _read_json(path), str(path), what="toolkit")
+    return validate_toolkits(_read_json(path), str(path))
 
 
 def read_toolemu_cases(path: str | Path) -> list[Case]:
@@ -248,7 +249,7 @@ def read_toolemu_cases(path: str | Path) -> list[Case]:
     for i, item in enumerate(data):
         if not isinstance(item, dict):
             raise CaseError(f"{path}: [{i}]: expected a ToolEmu case object")
-        case = toolemu_case_to_case(item, source=str(path), prefix=f"[{i}]")
+        case = enforce_case_policy(toolemu_case_to_case(item, source=str(path), prefix=f"[{i}]"), str(path))
         if case.id in seen:
             raise CaseError(f"{path}: [{i}]: duplicate case id `{case.id}`")
         seen.add(case.id)
@@ -305,12 +306,12 @@ def import_toolemu(cases_json: str | Path, toolkits_json: str | Path, out_dir: s
     report = ImportReport()
     for case in cases:
         file = out / f"{case.id}.yaml"
-        file.write_text(case_to_yaml(case), encoding="utf-8")
+        write_replace(file, case_to_yaml(case))
         report.cases.append((case.id, file))
     for spec in specs:
         file = out / "toolkits" / f"{spec.toolkit}.json"
         data = spec.model_dump(mode="json", exclude_defaults=True)
-        file.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        write_replace(file, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         report.toolkits.append((spec.toolkit, file))
     logger.info("imported %d ToolEmu cases and %d toolkits into %s", len(cases), len(specs), out)
     return report

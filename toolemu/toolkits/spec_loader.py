@@ -12,8 +12,9 @@ from importlib import resources
 from pathlib import Path
 
 from toolemu.core.errors import CaseError
+from toolemu.core.toolkit_check import validate_toolkits
 from toolemu.core.types import ToolkitSpec
-from toolemu.core.validation import validate_items
+from toolemu.core.untrusted import load_data
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +23,8 @@ def parse_toolkit_specs(data: object, source: str) -> list[ToolkitSpec]:
     """Validates already-parsed JSON (a list of toolkit objects, or one object).
 
     ToolEmu's quirks are accepted: a missing or null ``required`` means false, a missing ``exceptions`` or
-    ``returns`` means none, and ``category`` is optional. Unknown keys and unknown types are errors.
+    ``returns`` means none, and ``category`` is optional. Unknown keys and unknown types are errors, and so
+    is anything ``check_toolkit`` refuses (no tools, duplicate tool names...).
 
     Args:
         data: The parsed JSON.
@@ -34,7 +36,7 @@ def parse_toolkit_specs(data: object, source: str) -> list[ToolkitSpec]:
     Raises:
         CaseError: One line naming the file, the field path and the problem.
     """
-    return validate_items(ToolkitSpec, data, source, what="toolkit")
+    return validate_toolkits(data, source)
 
 
 def _index(specs: list[ToolkitSpec], source: str) -> dict[str, ToolkitSpec]:
@@ -68,10 +70,7 @@ def load_toolkit_specs(path: str | Path) -> dict[str, ToolkitSpec]:
         return _index(specs, str(path))
     if not path.is_file():
         raise CaseError(f"{path}: toolkit spec file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise CaseError(f"{path}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
+    data = load_data(path, what="toolkit spec")
     return _index(parse_toolkit_specs(data, str(path)), str(path))
 
 
@@ -118,7 +117,19 @@ def find_specs_near(case_dir: str | Path) -> dict[str, ToolkitSpec]:
     """
     case_dir = Path(case_dir)
     found: dict[str, ToolkitSpec] = {}
-    for folder in (case_dir.parent / "toolkits", case_dir / "toolkits"):
+    for owner, folder in ((case_dir.parent, case_dir.parent / "toolkits"), (case_dir, case_dir / "toolkits")):
         if folder.is_dir():
+            _check_inside(owner, folder)
             found.update(load_toolkit_specs(folder))
     return found
+
+
+def _check_inside(owner: Path, folder: Path) -> None:
+    """Spec files that travel with a case must really be there, not symlinks to elsewhere on the host."""
+    root = owner.resolve()
+    for entry in [folder, *sorted(folder.glob("*.json"))]:
+        if not entry.resolve().is_relative_to(root):
+            raise CaseError(
+                f"{entry}: resolves to {entry.resolve()}, outside {root}; toolkit specs next to a case must "
+                "be files inside its folder, not links to elsewhere"
+            )

@@ -1,0 +1,169 @@
+"""The input policy for cases: what a case may hold and which files it may name (README "Input policy").
+
+Applied to every case however it arrives (a file, a folder, a dict, a ``Case``, an importer), so ``gym.make``,
+``run``, ``bench``, ``cases validate`` and the importers refuse the same inputs with the same message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from toolemu.core.errors import CaseError
+from toolemu.core.limits import (
+    MAX_INSTRUCTION_CHARS,
+    MAX_SEED_CONTENT_CHARS,
+    MAX_SEED_FILE_BYTES,
+    MAX_STEPS,
+    MAX_TEXT_CHARS,
+)
+from toolemu.core.untrusted import resolve_inside
+from toolemu.testcases.schema import Case, PythonCheck
+
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# `$NAME` or `${NAME}`: a value that expects the host's variable. Nothing is ever expanded, so such a case
+# would silently get the literal text; refusing it says plainly that host variables never reach the sandbox.
+_HOST_REF_RE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_SEED_CONTENT_RE = re.compile(r"^environment\.files\[\d+\]\.content$")
+
+
+def _where(case: Case, source: str | None) -> str:
+    return f"{source or case.source_dir or '<case>'}: case `{case.id}`"
+
+
+def _strings(data: object, where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(data, str):
+        yield where, data
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            sub = f"{where}.{key}" if where else str(key)
+            yield sub, str(key)
+            yield from _strings(value, sub)
+    elif isinstance(data, list | tuple):
+        for i, value in enumerate(data):
+            yield from _strings(value, f"{where}[{i}]")
+
+
+def check_case_text(case: Case, source: str | None = None) -> None:
+    """Checks a case's text: a non-empty instruction, every string within its limit, no NUL characters.
+
+    Raises:
+        CaseError: ``<file>: case `<id>`: <field>: <problem>``.
+    """
+    where = _where(case, source)
+    if not case.instruction.strip():
+        raise CaseError(f"{where}: instruction: empty; say what the user asks the agent")
+    data = case.model_dump(mode="python", exclude={"source_dir"})
+    data.get("environment", {}).pop("base_dir", None)
+    for field, text in _strings(data, ""):
+        if "\x00" in text:
+            raise CaseError(f"{where}: {field}: contains a NUL character; remove it")
+        if field == "instruction":
+            limit = MAX_INSTRUCTION_CHARS
+        elif _SEED_CONTENT_RE.match(field):
+            limit = MAX_SEED_CONTENT_CHARS
+        else:
+            limit = MAX_TEXT_CHARS
+        if len(text) > limit:
+            raise CaseError(f"{where}: {field}: {len(text):,} characters, over the {limit:,}-character limit")
+    if case.max_steps is not None and case.max_steps > MAX_STEPS:
+        raise CaseError(f"{where}: max_steps: {case.max_steps} is over the limit of {MAX_STEPS} steps")
+
+
+def check_case_environment(case: Case, source: str | None = None) -> None:
+    """Checks ``environment.env``: variable names are identifiers and no value refers to a host variable.
+
+    The sandbox starts from an empty environment; only the variables a case declares, with literal values,
+    reach it.
+
+    Raises:
+        CaseError: Naming the variable and the problem.
+    """
+    where = _where(case, source)
+    for name, value in case.environment.env.items():
+        if not _ENV_NAME_RE.match(name):
+            raise CaseError(
+                f"{where}: environment.env: {name!r} is not a variable name (letters, digits, _; not first digit)"
+            )
+        ref = _HOST_REF_RE.search(value)
+        if ref:
+            raise CaseError(
+                f"{where}: environment.env.{name}: refers to ${ref.group(1)}; host variables never reach the "
+                "sandbox and nothing is expanded; write the literal value"
+            )
+
+
+def case_root(case: Case) -> Path | None:
+    """The folder a case's files must stay inside: its case folder, else (a ``Case`` or dict built in Python
+    without one) its ``environment.base_dir``; ``None`` when it has neither."""
+    if case.source_dir:
+        return Path(case.source_dir)
+    if case.environment.base_dir:
+        return Path(case.environment.base_dir)
+    return None
+
+
+def check_case_paths(case: Case, source: str | None = None) -> None:
+    """Checks that every file a case names (python checks, seed sources, ``base_dir``) resolves, symlinks
+    followed, inside its own folder, and that seed sources are regular files within the size limit.
+
+    A missing file is left to ``check_case`` (it names what is missing); anything outside the case folder is
+    refused here, before the file is ever opened.
+
+    Raises:
+        CaseError: ``<file>: case `<id>`: <field>: <problem>``.
+    """
+    where = _where(case, source)
+    root = case_root(case)
+    env = case.environment
+    base = root
+    if env.base_dir is not None and root is not None:
+        resolved = Path(env.base_dir).resolve()
+        if not resolved.is_relative_to(root.resolve()):
+            raise CaseError(
+                f"{where}: environment.base_dir: {env.base_dir!r} is outside the case folder {root}; "
+                "a case may only name files inside its own folder"
+            )
+        base = resolved
+    for i, seed in enumerate(env.files):
+        if seed.source is None:
+            continue
+        field = f"environment.files[{i}].source"
+        if base is None or root is None:
+            raise CaseError(f"{where}: {field}: a seed file `source` needs a case loaded from a file; use `content`")
+        try:
+            target = resolve_inside(base, seed.source)
+        except CaseError as e:
+            raise CaseError(f"{where}: {field}: {e}") from None
+        if target.exists():
+            if not target.is_file():
+                raise CaseError(f"{where}: {field}: {seed.source!r} is not a regular file")
+            size = target.stat().st_size
+            if size > MAX_SEED_FILE_BYTES:
+                raise CaseError(
+                    f"{where}: {field}: {seed.source!r} is {size:,} bytes, over the {MAX_SEED_FILE_BYTES:,}-byte limit"
+                )
+    for i, check in enumerate(case.checks):
+        if not isinstance(check, PythonCheck) or case.source_dir is None:
+            continue
+        try:
+            resolve_inside(case.source_dir, check.path)
+        except CaseError as e:
+            raise CaseError(f"{where}: checks[{i}].path: {e}") from None
+
+
+def enforce_case_policy(case: Case, source: str | None = None) -> Case:
+    """Applies the whole case input policy (text, environment, paths) and returns the case.
+
+    Args:
+        case: The case, as loaded or built.
+        source: The file it came from, for messages (default: its folder).
+
+    Raises:
+        CaseError: The first violation, as one line.
+    """
+    check_case_text(case, source)
+    check_case_environment(case, source)
+    check_case_paths(case, source)
+    return case
