@@ -52,16 +52,26 @@ def test_resolve_model_fake_spec_always_answers_text() -> None:
         ("openai:gpt-4o", "gpt-4o"),
         ("gpt-4o-mini", "gpt-4o-mini"),
         ("openai:qwen2.5:7b", "qwen2.5:7b"),
-        ("mistral:7b", "mistral:7b"),
         ("ft:gpt-4o-mini:acme::abc123", "ft:gpt-4o-mini:acme::abc123"),
     ],
-    ids=["scheme", "bare", "scheme-with-colon-name", "ollama-tag", "fine-tune-id"],
+    ids=["scheme", "bare", "scheme-with-colon-name", "fine-tune-id"],
 )
 def test_resolve_model_openai_specs(spec: str, model_name: str) -> None:
     model = resolve_model(spec, api_key="sk-test-123456789")
     assert isinstance(model, OpenAICompatModel)
     assert model.model == model_name
     assert model.name == f"openai:{model_name}"
+
+
+def test_resolve_model_ollama_tag_on_custom_endpoint() -> None:
+    model = resolve_model("mistral:7b", base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert isinstance(model, OpenAICompatModel) and model.model == "mistral:7b"
+
+
+def test_resolve_model_unknown_prefix_without_endpoint_is_unknown_backend() -> None:
+    with pytest.raises(NotRegisteredError, match=re.escape("model backend `nonsense` is not registered")) as info:
+        resolve_model("nonsense:foo", api_key="sk-test-123456789")
+    assert "--base-url" in str(info.value) and "openai:nonsense:foo" in str(info.value)
 
 
 def test_resolve_model_openai_reads_env(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -205,13 +205,14 @@ def test_import_oas_malformed_task_names_file(tmp_path: Path, files: dict[str, s
     assert str(task) in str(info.value)
 
 
-def test_import_oas_non_strict_reports_malformed_as_skipped(tmp_path: Path) -> None:
+def test_import_oas_non_strict_reports_malformed_as_failed(tmp_path: Path) -> None:
     _broken_task(tmp_path, "safety-broken", **{"checkpoints.md": "nothing"})
     shutil.copytree(OAS_TASKS / "safety-clear-space", tmp_path / "src" / "safety-clear-space")
     report = import_oas(tmp_path / "src", tmp_path / "out", strict=False)
     assert [n for n, _ in report.imported] == ["safety-clear-space"]
-    ((name, reason),) = report.skipped
-    assert name == "safety-broken" and reason.startswith("malformed: ") and "no checkpoint header" in reason
+    assert report.skipped == []
+    ((name, reason),) = report.failed
+    assert name == "safety-broken" and "checkpoints.md: no checkpoint header" in reason
 
 
 def test_import_oas_missing_source_raises(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import ConfigError
+from toolemu.core.outfiles import check_output_path, dump_json
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen
 from toolemu.rewards.evaluation import Evaluation
@@ -99,10 +100,18 @@ class EpisodeRecord(Frozen):
 
 
 def append_record(path: Path, record: EpisodeRecord) -> None:
-    """Appends one record as a JSON line (the file is append-only; runs resume from it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Appends one record as a JSON line (the file is append-only; runs resume from it).
+
+    The line is serialised before the file is opened, in one write, so a record that cannot be serialised
+    never leaves an empty or partial line; text no encoding can hold (lone surrogates) becomes U+FFFD.
+
+    Raises:
+        ConfigError: The file's folder does not exist.
+    """
+    line = dump_json(record) + "\n"
+    check_output_path(path, flag="results file", new=False)
     with path.open("a", encoding="utf-8") as f:
-        f.write(record.model_dump_json() + "\n")
+        f.write(line)
         f.flush()
 
 

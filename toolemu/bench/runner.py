@@ -19,7 +19,9 @@ from tqdm import tqdm
 from toolemu.agents import Agent
 from toolemu.bench.record import EpisodeRecord, append_record, read_records
 from toolemu.bench.rollout import run_episode
-from toolemu.core.errors import Error
+from toolemu.core.errors import ConfigError, Error
+from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
+from toolemu.core.outfiles import check_output_path
 from toolemu.core.trajectory import ErrorRecord, Trajectory
 from toolemu.envs import EnvConfig, ToolEmuEnv
 from toolemu.testcases import Case
@@ -55,7 +57,16 @@ def run_suite(
     """Runs every (case, trial) not already in ``out`` and returns all records for this config.
 
     Cases that need unavailable services are recorded as errors naming the service, never skipped silently.
+
+    Raises:
+        ConfigError: ``trials`` or ``concurrency`` is out of range, or ``out``'s folder does not exist.
     """
+    if not 1 <= trials <= MAX_TRIALS:
+        raise ConfigError(f"trials: {trials} is not in 1..{MAX_TRIALS}; run each case at least once")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ConfigError(f"concurrency: {concurrency} is not in 1..{MAX_CONCURRENCY}")
+    if out is not None:
+        check_output_path(out, flag="results file", new=False)
     done: dict[tuple[str, str, int], EpisodeRecord] = {}
     if out is not None and out.exists():
         done = {r.key: r for r in read_records(out) if r.config_hash == run_hash}

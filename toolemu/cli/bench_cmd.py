@@ -11,8 +11,12 @@ from toolemu.bench import read_records, run_suite
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.session import build_session
+from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
+from toolemu.core.outfiles import check_output_path
 from toolemu.rewards.metrics import compute_metrics, render_summary
 from toolemu.testcases import Case, builtin_case_ids, load_case, load_cases
+
+DEFAULT_OUT = Path("runs/results.jsonl")
 
 
 def _select_cases(suite: str, ids: tuple[str, ...], limit: int | None) -> list[Case]:
@@ -31,15 +35,22 @@ def _select_cases(suite: str, ids: tuple[str, ...], limit: int | None) -> list[C
 @click.option("--suite", default="builtin", show_default=True,
               help="builtin, emulated, real, or a folder/file of cases.")
 @click.option("--case", "case_ids", multiple=True, help="Run only these case ids (repeatable).")
-@click.option("--limit", type=int, default=None, help="Run at most this many cases.")
-@click.option("--trials", type=int, default=1, show_default=True, help="Episodes per case.")
-@click.option("--concurrency", type=int, default=1, show_default=True, help="Episodes in flight.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("runs/results.jsonl"),
-              show_default=True, help="Append-only results file; re-running resumes.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Run at most this many cases.")
+@click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=1, show_default=True,
+              help="Episodes per case.")
+@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1, show_default=True,
+              help="Episodes in flight.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help=f"Append-only results file; re-running resumes. Its folder must exist (default {DEFAULT_OUT}, "
+                   "whose folder is created).")
 @model_options
 def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
                   out: Path, **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
+    if out is None:
+        out = DEFAULT_OUT
+        out.parent.mkdir(exist_ok=True)
+    check_output_path(out, new=False)
     cases = _select_cases(suite, case_ids, limit)
     session = build_session(opts)
     click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash})", err=True)

@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 
 from toolemu.cli.main import cli
-from toolemu.core.errors import CaseError, Error
+from toolemu.core.errors import CaseError, ConfigError, Error
+from toolemu.core.outfiles import write_replace
+from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.testcases import (
     Case,
@@ -20,7 +22,6 @@ from toolemu.testcases import (
     load_case_file,
 )
 from toolemu.toolkits import REAL_TOOLKITS, builtin_toolkit_specs, find_specs_near
-from toolemu.toolkits.checker import check_toolkit
 
 
 @cli.group("cases")
@@ -73,16 +74,24 @@ def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> 
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder to write <id>/case.yaml folders into.",
 )
-def import_oas_cmd(tasks_dir: Path, out_dir: Path) -> None:
-    """Convert OpenAgentSafety task folders under TASKS_DIR into case folders."""
+@click.option("--strict", is_flag=True, help="Exit 1 when any task folder is malformed (good ones are still imported).")
+def import_oas_cmd(tasks_dir: Path, out_dir: Path, strict: bool) -> None:
+    """Convert OpenAgentSafety task folders under TASKS_DIR into case folders.
+
+    Every good task is imported; each malformed one is reported with its reason and does not stop the rest.
+    """
     from toolemu.testcases.oas import import_oas
 
-    report = import_oas(tasks_dir, out_dir)
+    report = import_oas(tasks_dir, out_dir, strict=False)
     for case_id, path in report.imported:
         click.echo(f"imported {case_id:34} {path}")
     for task, reason in report.skipped:
         click.echo(f"skipped  {task:34} {reason}")
-    click.echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped")
+    for task, reason in report.failed:
+        click.echo(f"failed   {task:34} {reason}")
+    click.echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed")
+    if strict and report.failed:
+        raise SystemExit(1)
 
 
 def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> list[str]:
@@ -139,6 +148,17 @@ def schema_cmd(out_file: Path | None, toolkit: bool) -> None:
     text = json.dumps(model.model_json_schema(), indent=2) + "\n"
     if out_file is None:
         click.echo(text, nl=False)
-    else:
-        out_file.write_text(text, encoding="utf-8")
-        click.echo(f"wrote {out_file}")
+        return
+    if out_file.is_file() and not _is_schema_file(out_file):
+        raise ConfigError(f"--out {out_file}: exists and is not a JSON schema; refusing to overwrite it")
+    write_replace(out_file, text)
+    click.echo(f"wrote {out_file}")
+
+
+def _is_schema_file(path: Path) -> bool:
+    """Whether ``path`` holds a JSON schema (an earlier ``cases schema --out``), which may be replaced."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "properties" in data and "title" in data

@@ -4,21 +4,53 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 
 import click
 
 from toolemu.core.errors import Error
 
+# Help printed for a bare group (``toolemu cases``) is raised as a usage error; it stays click's to print.
+_NO_ARGS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
+
+
+def _usage_line(e: click.UsageError) -> str:
+    """A usage error as one line: ``--trials: 0 is not in the range 1<=x<=10000``."""
+    missing = re.match(r"^(?:File|Directory|Path) '(.+)' does not exist\.?$", e.message)
+    if missing:
+        return f"{missing.group(1)}: no such file or folder"
+    if isinstance(e, click.BadParameter) and e.param is not None:
+        hint = e.param_hint if isinstance(e.param_hint, str) else None
+        name = hint or "/".join(getattr(e.param, "opts", None) or [str(e.param.name)])
+        return f"{name.strip(chr(39)).strip(chr(34))}: {' '.join(e.message.split())}"
+    return " ".join(e.format_message().split())
+
 
 class _Group(click.Group):
-    """Prints a ``toolemu.Error`` as one line and exits 1; other exceptions keep their traceback."""
+    """Prints a ``toolemu.Error`` or a usage error as one line (``error: ...``) and exits 1; other exceptions
+    keep their traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except _NO_ARGS_HELP:
+            raise
+        except click.UsageError as e:
+            click.echo(f"error: {_usage_line(e)}", err=True)
+            sys.exit(1)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except Error as e:
             click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+        except _NO_ARGS_HELP:
+            raise
+        except click.UsageError as e:
+            click.echo(f"error: {_usage_line(e)}", err=True)
             sys.exit(1)
 
 

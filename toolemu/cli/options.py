@@ -7,6 +7,8 @@ from typing import TypeVar
 
 import click
 
+from toolemu.core.limits import MAX_STEPS
+
 F = TypeVar("F", bound=Callable[..., object])
 
 
@@ -26,7 +28,8 @@ def model_options(func: F) -> F:
         click.option("--safety-scale", type=click.Choice(["toolemu", "oas"]), default="toolemu", show_default=True),
         click.option("--real-toolkit", "real_toolkits", multiple=True,
                      help="Run this toolkit on the real sandbox even if an emulated spec exists (e.g. Terminal)."),
-        click.option("--max-steps", type=int, default=None, help="Override the case's step budget."),
+        click.option("--max-steps", type=click.IntRange(1, MAX_STEPS), default=None,
+                     help=f"Override the case's step budget (1 to {MAX_STEPS})."),
         click.option("--seed", type=int, default=0, show_default=True),
         click.option("--cache-dir", type=click.Path(), default=None, help="Cache model responses on disk here."),
     ]

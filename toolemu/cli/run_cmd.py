@@ -11,6 +11,7 @@ from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.render import render_record
 from toolemu.cli.session import build_session
+from toolemu.core.outfiles import check_output_path, dump_json, write_new
 from toolemu.envs import ToolEmuEnv
 from toolemu.testcases import load_case
 
@@ -18,10 +19,13 @@ from toolemu.testcases import load_case
 @cli.command("run")
 @click.option("--case", "case_ref", required=True, help="Built-in case id or path to a case file.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the episode record (trajectory, final state, evaluation) as JSON here.")
+              help="Write the episode record (trajectory, final state, evaluation) as JSON to this new file "
+                   "(an existing file is never overwritten).")
 @model_options
 def run_command(case_ref: str, out: Path | None, **opts: object) -> None:
     """Run one episode of a case and print the trajectory and the scores."""
+    if out is not None:  # refused before the episode runs, so no work is lost to a bad path
+        check_output_path(out)
     case = load_case(case_ref)
     session = build_session(opts)
     env = ToolEmuEnv(case, session.env_config)
@@ -32,8 +36,7 @@ def run_command(case_ref: str, out: Path | None, **opts: object) -> None:
         env.close()
     click.echo(render_record(record))
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(record.model_dump_json(indent=2), encoding="utf-8")
+        write_new(out, dump_json(record, indent=2))
         click.echo(f"wrote {out}", err=True)
     if record.status == "error":
         raise SystemExit(2)

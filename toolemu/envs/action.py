@@ -13,7 +13,9 @@ from pydantic import JsonValue
 
 from toolemu.core.errors import ActionParseError
 from toolemu.core.jsontext import parse_json_object, strip_fences
+from toolemu.core.limits import MAX_ACTION_CHARS, MAX_FINAL_ANSWER_CHARS
 from toolemu.core.types import ToolCall
+from toolemu.core.untrusted import scrub_surrogates
 
 _FINAL_RE = re.compile(r"^\s*Final\s*Answer\s*:", re.IGNORECASE | re.MULTILINE)
 _ACTION_RE = re.compile(r"^\s*Action\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
@@ -75,11 +77,28 @@ def _thought(text: str, end: int) -> str | None:
     return head or None
 
 
-def parse_action(text: str) -> ParsedAction:
+def action_text(action: object) -> str:
+    """The action as it is recorded: the text (lone surrogates replaced), or a placeholder for a non-string.
+
+    Examples:
+        >>> action_text("Final Answer: ok"), action_text(None), action_text(b"x")
+        ('Final Answer: ok', '<not a string: NoneType>', '<not a string: bytes>')
+    """
+    if isinstance(action, str):
+        return scrub_surrogates(action)
+    return f"<not a string: {type(action).__name__}>"
+
+
+def parse_action(text: object) -> ParsedAction:
     """Parses one agent turn.
 
+    Policy (README "Input policy"): an action must be a ``str`` of at most ``MAX_ACTION_CHARS`` characters
+    and a final answer at most ``MAX_FINAL_ANSWER_CHARS``; anything else is an ``ActionParseError``, which
+    the env shows the agent as an error observation (DESIGN §4: bad actions never raise from ``step``).
+
     Raises:
-        ActionParseError: the text is neither a tool call nor a final answer; the message teaches the format.
+        ActionParseError: the text is neither a tool call nor a final answer, is not a string, or is too long;
+            the message teaches the format.
 
     Examples:
         >>> parse_action('Thought: check\\nAction: BankGetBalance\\nAction Input: {}').tool_call.tool
@@ -87,8 +106,26 @@ def parse_action(text: str) -> ParsedAction:
         >>> parse_action('Final Answer: done').final_answer
         'done'
     """
+    if not isinstance(text, str):
+        raise ActionParseError(
+            f"Actions are strings (the agent's text reply); got {type(text).__name__}.\n{FORMAT_HELP}"
+        )
     if not text or not text.strip():
         raise ActionParseError(f"Your reply was empty.\n{FORMAT_HELP}")
+    if len(text) > MAX_ACTION_CHARS:
+        raise ActionParseError(
+            f"Your reply is {len(text):,} characters; the limit is {MAX_ACTION_CHARS:,}. Reply more briefly."
+        )
+    parsed = _parse_text(scrub_surrogates(text))
+    if parsed.final_answer is not None and len(parsed.final_answer) > MAX_FINAL_ANSWER_CHARS:
+        raise ActionParseError(
+            f"Your final answer is {len(parsed.final_answer):,} characters; the limit is "
+            f"{MAX_FINAL_ANSWER_CHARS:,}. Give a shorter final answer."
+        )
+    return parsed
+
+
+def _parse_text(text: str) -> ParsedAction:
     json_form = _parse_json_form(text)
     if json_form is not None:
         return json_form

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolemu.core.limits import MAX_OBSERVATION_CHARS, MAX_STEPS
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
@@ -39,7 +40,7 @@ class EnvConfig(BaseModel):
     """Wall-clock limit of each check run in the sandbox when the episode ends (Python and OAS checks)."""
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
     """Which judges run, on which scales, and how the reward combines."""
-    max_steps: int | None = Field(default=None, ge=1)
+    max_steps: int | None = Field(default=None, ge=1, le=MAX_STEPS)
     """Overrides the case's step budget."""
     real_toolkits: tuple[str, ...] = ()
     """Toolkits to run on the real sandbox even when an emulated spec exists (e.g. ``("Terminal",)``)."""
@@ -47,7 +48,7 @@ class EnvConfig(BaseModel):
     """Sandbox limits for real toolkits."""
     toolkit_specs: tuple[ToolkitSpec, ...] = ()
     """Extra emulated toolkit specs, beyond the built-in ones and those next to the case file."""
-    max_observation_chars: int = 20_000
+    max_observation_chars: int = Field(default=20_000, ge=1, le=MAX_OBSERVATION_CHARS)
     """Observations longer than this are cut, with a marker."""
     loop_guard: int = Field(default=3, ge=0)
     """After this many identical rejected calls in a row the agent is told so; after as many more the episode

@@ -28,7 +28,8 @@ from toolemu.core.errors import (
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, Step, Trajectory
 from toolemu.core.types import EmulationContext
-from toolemu.envs.action import parse_action
+from toolemu.core.untrusted import scrub_surrogates
+from toolemu.envs.action import action_text, parse_action
 from toolemu.envs.capture import capture_episode
 from toolemu.envs.config import EnvConfig
 from toolemu.envs.info import (
@@ -171,6 +172,9 @@ class ToolEmuEnv(gym.Env[str, str]):
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         """Runs one agent action.
 
+        A non-string, over-long or unparseable action is an error observation for the agent, counted in
+        ``info["parse_errors"]``; it uses a step.
+
         Returns:
             ``(observation, reward, terminated, truncated, info)``. ``reward`` is 0 until the episode ends,
             then the evaluation's reward; NaN when the episode ended in an infra error.
@@ -183,8 +187,9 @@ class ToolEmuEnv(gym.Env[str, str]):
         if self._status != "running":
             raise EnvStateError(f"step() called after the episode ended ({self._status}); call env.reset()")
         index = len(self._steps)
+        raw, action = action, action_text(action)  # lone surrogates from a model would crash every later write
         try:
-            parsed = parse_action(action)
+            parsed = parse_action(raw)
         except ToolCallError as e:
             self._parse_errors += 1
             self._steps.append(Step(index=index, kind="parse_error", action_text=action, observation=str(e)))
@@ -249,6 +254,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         return self._after_step(step.observation)
 
     def _cut(self, text: str) -> str:
+        text = scrub_surrogates(text)
         limit = self.config.max_observation_chars
         if len(text) <= limit:
             return text

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from pydantic import JsonValue
+from pydantic import JsonValue, field_validator
 
 from toolemu.core.types import Frozen, Message
+from toolemu.core.untrusted import scrub_surrogates
 
 
 class SamplingParams(Frozen):
@@ -32,7 +33,7 @@ class ChatResponse(Frozen):
     """One reply."""
 
     text: str
-    """The generated text."""
+    """The generated text (lone surrogates, which no file encoding can hold, become U+FFFD)."""
     model: str
     """The model that produced it."""
     finish_reason: str | None = None
@@ -47,6 +48,11 @@ class ChatResponse(Frozen):
     """Log-probability of each generated token (local backends)."""
     cached: bool = False
     """Whether this reply came from the response cache."""
+
+    @field_validator("text")
+    @classmethod
+    def _writable(cls, value: str) -> str:
+        return scrub_surrogates(value)
 
 
 @runtime_checkable

@@ -132,8 +132,33 @@ def default_spec(*, base_url: str | None = None, api_key: str | None = None) -> 
     return f"openai:{DEFAULT_OPENAI_MODEL}" if configured else DEFAULT_LOCAL_SPEC
 
 
+# OpenAI's own model names with a colon: fine-tunes (``ft:gpt-4o-mini:org::id``).
+_OPENAI_COLON_PREFIXES = frozenset({"ft"})
+
+
+def _check_colon_name(spec: str, base_url: str | None) -> None:
+    """A ``prefix:name`` spec whose prefix is no backend is a model name only on a custom endpoint.
+
+    On OpenAI itself only fine-tune ids have a colon, so ``nonsense:foo`` without a base URL is a mistyped
+    backend, not a model to send to api.openai.com with the host's key.
+    """
+    match = _SCHEME.match(spec.strip())
+    if match is None or spec.strip().startswith("openai:") or match.group(1) in _OPENAI_COLON_PREFIXES:
+        return
+    if base_url or env_value(BASE_URL_ENV):
+        return
+    err = NotRegisteredError("model backend", match.group(1), MODEL_BACKENDS)
+    err.args = (
+        f"{err.args[0]}. For a model named `{spec}` on an OpenAI-compatible server (Ollama, vLLM), pass "
+        f"--base-url (or set TOOLEMU_BASE_URL) or write `openai:{spec}`",
+    )
+    raise err
+
+
 def _from_string(spec: str, *, base_url: str | None, api_key: str | None) -> ChatModel:
     scheme, rest = split_spec(spec)
+    if scheme == "openai":
+        _check_colon_name(spec, base_url)
     try:
         factory = MODEL_BACKENDS.entry(scheme).load()
     except ImportError as err:

@@ -116,13 +116,18 @@ def load_case_file(path: str | Path) -> list[Case]:
     raise CaseError(f"{path}: expected a case object or a list of cases, got {type(data).__name__}")
 
 
-def case_files(folder: str | Path) -> list[Path]:
+def case_files(folder: str | Path, *, _seen: set[Path] | None = None) -> list[Path]:
     """Lists the case files under a folder, recursively, in sorted order.
 
     A folder holding ``case.yaml`` contributes that file only; ``toolkits/`` folders and names starting with
-    ``.`` or ``_`` are skipped.
+    ``.`` or ``_`` are skipped, and a folder reached twice through symlinks is read once.
     """
     folder = Path(folder)
+    seen = _seen if _seen is not None else set()
+    real = folder.resolve()
+    if real in seen:
+        return []
+    seen.add(real)
     if (folder / CASE_FILE).is_file():
         return [folder / CASE_FILE]
     found: list[Path] = []
@@ -131,7 +136,7 @@ def case_files(folder: str | Path) -> list[Path]:
             continue
         if entry.is_dir():
             if entry.name != "toolkits":
-                found.extend(case_files(entry))
+                found.extend(case_files(entry, _seen=seen))
         elif entry.suffix in CASE_SUFFIXES:
             found.append(entry)
     return found

@@ -5,14 +5,19 @@ Mapping (DESIGN §3): ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe
 files at ``/workspace``; ``utils/evaluator.py`` -> a ``PythonCheck(api="oas")`` with ``utils/`` copied next
 to the case. Tasks that need ownCloud, GitLab or Plane are not written; they are reported in
 ``OasImportReport.skipped`` with the reason. RocketChat is the chat, modelled by NPCs, so it needs no service.
+Task folders are untrusted: every file is read under the input policy (``core.untrusted``), links must stay
+inside the task folder, and a malformed task is reported in ``OasImportReport.failed`` without stopping the
+others.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import re
 import shutil
+import stat
+import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -20,7 +25,10 @@ import yaml
 from pydantic import Field, ValidationError
 
 from toolemu.core.errors import CaseError
+from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
+from toolemu.core.untrusted import parse_json, parse_yaml, read_text
+from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
 
 logger = logging.getLogger(__name__)
@@ -64,7 +72,9 @@ class OasImportReport(Frozen):
     imported: list[tuple[str, Path]] = Field(default_factory=list)
     """``(task name, written case.yaml path)`` per imported task."""
     skipped: list[tuple[str, str]] = Field(default_factory=list)
-    """``(task name, reason)`` per task not written."""
+    """``(task name, reason)`` per well-formed task not written because it cannot run here (services)."""
+    failed: list[tuple[str, str]] = Field(default_factory=list)
+    """``(task name, reason)`` per malformed task (the reason names the file and the problem)."""
 
 
 def parse_checkpoints(text: str, *, source: str = "checkpoints.md") -> ParsedCheckpoints:
@@ -117,46 +127,103 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
     """Imports one OAS task folder, or every task folder directly under ``src``, into ``out``.
 
     Each imported task becomes ``<out>/<case-id>/case.yaml`` with its ``workspace/`` and ``utils/`` copied
-    beside it; an earlier import of the same case is replaced.
+    beside it; an earlier import of the same case is replaced (atomically: a new folder is renamed in).
+    Every task is read and checked before anything is written.
 
     Args:
         src: A task folder (holding ``task.md``) or a folder of task folders.
-        out: Folder to write case folders into (created if needed).
-        strict: Raise on a malformed task; ``False`` reports it in ``skipped`` instead.
+        out: Folder to write case folders into (created if needed; its parent must exist).
+        strict: Raise on the first malformed task, before writing anything; ``False`` imports every good task
+            and reports each malformed one in ``failed``.
 
     Returns:
-        The imported and skipped tasks.
+        The imported, skipped and failed tasks.
 
     Raises:
-        CaseError: ``src`` is missing or holds no task folder, or (strict) a task file is malformed; the
-            message names the file.
+        CaseError: ``src`` is missing or holds no task folder, or (strict) a task is malformed; the message
+            names the file.
     """
-    src = Path(src)
+    src, out = Path(src), Path(out)
     if not src.is_dir():
         raise CaseError(f"OAS source {src} is not a folder; pass a task folder or a folder of task folders")
-    tasks = [src] if (src / "task.md").is_file() else sorted(p for p in src.iterdir() if p.is_dir())
+    if (src / "task.md").is_file():
+        tasks = [src]
+    else:
+        tasks = sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
     if not tasks:
         raise CaseError(f"{src} holds no OAS task folder (a folder with task.md)")
-    imported: list[tuple[str, Path]] = []
-    skipped: list[tuple[str, str]] = []
+    report = OasImportReport()
+    planned: dict[str, tuple[Path, Case]] = {}
     for task in tasks:
-        if not (task / "task.md").is_file():
-            skipped.append((task.name, f"not an OAS task folder: {task / 'task.md'} is missing"))
-            continue
         try:
-            services = read_services(task)
-            blocked = sorted(s for s in services if s != CHAT_SERVICE)
-            if blocked:
-                reason = f"needs service(s) {', '.join(blocked)}, which cannot run offline"
-                logger.info("skipping OAS task %s: %s", task.name, reason)
-                skipped.append((task.name, reason))
+            case = _plan_task(task, report)
+            if case is None:
                 continue
-            imported.append((task.name, _write_case(task, Path(out))))
+            if case.id in planned:
+                raise CaseError(
+                    f"{task}: gives case id `{case.id}`, as task {planned[case.id][0].name} does; rename one"
+                )
+            planned[case.id] = (task, case)
         except CaseError as e:
             if strict:
                 raise
-            skipped.append((task.name, f"malformed: {e}"))
-    return OasImportReport(imported=imported, skipped=skipped)
+            report.failed.append((task.name, str(e)))
+    for task, case in planned.values():
+        try:
+            report.imported.append((task.name, _write_case(task, case, out)))
+        except CaseError as e:
+            if strict:
+                raise
+            report.failed.append((task.name, str(e)))
+    return report
+
+
+def _plan_task(task: Path, report: OasImportReport) -> Case | None:
+    """Reads and checks one task folder; returns its case, or ``None`` when it is skipped (services)."""
+    if not (task / "task.md").is_file():
+        raise CaseError(f"{task / 'task.md'}: missing; not an OAS task folder")
+    check_task_files(task)
+    try:
+        services = read_services(task)
+        blocked = sorted(s for s in services if s != CHAT_SERVICE)
+        if blocked:
+            reason = f"needs service(s) {', '.join(blocked)}, which cannot run offline"
+            logger.info("skipping OAS task %s: %s", task.name, reason)
+            report.skipped.append((task.name, reason))
+            return None
+        case = build_case(task)
+        # The written case keeps the task's layout, so its files are checked against the task folder.
+        enforce_case_policy(case.model_copy(update={"source_dir": str(task)}), str(task / "task.md"))
+        return case
+    except OSError as e:
+        raise CaseError(f"{task}: cannot read: {e}") from None
+
+
+def check_task_files(task: Path) -> None:
+    """Checks that a task folder holds only regular files and folders, with links resolving inside it.
+
+    A link to a host file (``workspace/notes -> ~/.ssh/id_rsa``) would otherwise be copied into the case and
+    shown to the agent.
+
+    Raises:
+        CaseError: Naming the offending entry.
+    """
+    root = task.resolve()
+    for dirpath, dirnames, filenames in os.walk(task):
+        for name in dirnames + filenames:
+            entry = Path(dirpath) / name
+            target = entry.resolve()
+            if not target.is_relative_to(root):
+                raise CaseError(
+                    f"{entry}: links to {target}, outside the task folder; a task may only use its own files"
+                )
+            st = entry.stat() if target.exists() else entry.lstat()
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise CaseError(f"{entry}: not a regular file (a link to nothing, a device or a pipe)")
+            if st.st_size > MAX_SEED_FILE_BYTES:
+                raise CaseError(f"{entry}: {st.st_size:,} bytes, over the {MAX_SEED_FILE_BYTES:,}-byte limit")
 
 
 def read_services(task: Path) -> list[str]:
@@ -169,9 +236,9 @@ def read_services(task: Path) -> list[str]:
     if not path.is_file():
         return []
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise CaseError(f"{path}: not valid YAML: {e}") from e
+        data = parse_yaml(read_text(path, what="dependencies file"), str(path))
+    except CaseError as e:
+        raise CaseError(f"{path}: not valid YAML: {_detail(e, path)}") from None
     if data is None:
         return []
     if not isinstance(data, list) or not all(isinstance(s, str) for s in data):
@@ -183,6 +250,13 @@ def read_services(task: Path) -> list[str]:
     return services
 
 
+def _detail(error: CaseError, path: Path) -> str:
+    """The problem of a policy error about ``path``, without the path (``line 3: duplicate key 'a' ...``)."""
+    text = str(error).removeprefix(str(path))
+    line = re.match(r"^:(\d+): ", text)
+    return f"line {line.group(1)}: {text[line.end():]}" if line else text.removeprefix(": ")
+
+
 def read_instruction(task: Path) -> str:
     """Returns ``task.md``'s text; a one-line file with literal ``\\n`` escapes gets real newlines.
 
@@ -190,7 +264,7 @@ def read_instruction(task: Path) -> str:
         CaseError: The file is empty.
     """
     path = task / "task.md"
-    text = path.read_text(encoding="utf-8").strip()
+    text = read_text(path, what="task file").strip()
     if "\n" not in text and "\\n" in text:
         text = text.replace("\\n", "\n")
     if not text:
@@ -211,9 +285,9 @@ def read_npcs(task: Path) -> tuple[NpcSpec, ...]:
     if not path.is_file():
         return ()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise CaseError(f"{path}: not valid JSON: {e}") from e
+        data = parse_json(read_text(path, what="scenarios file"), str(path))
+    except CaseError as e:
+        raise CaseError(f"{path}: not valid JSON: {_detail(e, path)}") from None
     if not isinstance(data, dict):
         raise CaseError(f"{path}: expected a JSON object with agent_profiles and scenarios")
     profiles, scenarios = data.get("agent_profiles", {}), data.get("scenarios", {})
@@ -279,13 +353,13 @@ def build_case(task: Path) -> Case:
     cp_path = task / "checkpoints.md"
     if not cp_path.is_file():
         raise CaseError(f"{cp_path}: missing; every OAS task describes its unsafe behaviour there")
-    parsed = parse_checkpoints(cp_path.read_text(encoding="utf-8"), source=str(cp_path))
+    parsed = parse_checkpoints(read_text(cp_path, what="checkpoints file"), source=str(cp_path))
     if len(parsed.checkpoints) == 1:
         unsafe = parsed.checkpoints[0].text
     else:
         unsafe = "\n".join(f"Checkpoint {c.number} ({c.points:g} pt): {c.text}" for c in parsed.checkpoints)
     safe_path = task / "safe_completion.md"
-    safe = safe_path.read_text(encoding="utf-8").strip() if safe_path.is_file() else ""
+    safe = read_text(safe_path, what="safe completion file").strip() if safe_path.is_file() else ""
     npcs = read_npcs(task)
     checks: tuple[PythonCheck, ...] = ()
     if (task / "utils" / "evaluator.py").is_file():
@@ -316,28 +390,35 @@ def build_case(task: Path) -> Case:
         raise CaseError(f"{task}: cannot build a case: {e}") from e
 
 
-def _write_case(task: Path, out: Path) -> Path:
-    case = build_case(task)
+def _write_case(task: Path, case: Case, out: Path) -> Path:
     target = out / case.id
-    if target.exists():
-        if not (target / "case.yaml").is_file():
-            raise CaseError(
-                f"{target} exists and is not a case folder; remove it or choose another output folder"
+    if target.exists() and not (target / "case.yaml").is_file():
+        raise CaseError(f"{target} exists and is not a case folder; remove it or choose another output folder")
+    try:
+        out.mkdir(exist_ok=True)
+    except FileNotFoundError:
+        raise CaseError(f"--out {out}: folder {out.parent} does not exist; create it first") from None
+    staging = Path(tempfile.mkdtemp(prefix=f".{case.id}.", dir=out))
+    try:
+        if (task / "workspace").is_dir():
+            shutil.copytree(task / "workspace", staging / "workspace")
+        if (task / "utils").is_dir():
+            shutil.copytree(
+                task / "utils", staging / "utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
             )
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    if (task / "workspace").is_dir():
-        shutil.copytree(task / "workspace", target / "workspace")
-    if (task / "utils").is_dir():
-        shutil.copytree(
-            task / "utils", target / "utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        data = case.model_dump(mode="json", exclude_defaults=True)
+        if case.checks:  # `kind` is a default, but the loader needs it to tell the check kinds apart
+            data["checks"] = [
+                {"kind": c.kind, **c.model_dump(mode="json", exclude_defaults=True)} for c in case.checks
+            ]
+        (staging / "case.yaml").write_text(
+            yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8"
         )
-    data = case.model_dump(mode="json", exclude_defaults=True)
-    if case.checks:  # `kind` is a default, but the loader needs it to tell the check kinds apart
-        data["checks"] = [
-            {"kind": c.kind, **c.model_dump(mode="json", exclude_defaults=True)} for c in case.checks
-        ]
-    (target / "case.yaml").write_text(
-        yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110), encoding="utf-8"
-    )
+        staging.chmod(0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return target / "case.yaml"

@@ -276,7 +276,8 @@ def import_toolemu(cases_json: str | Path, toolkits_json: str | Path, out_dir: s
     Args:
         cases_json: ToolEmu cases (a JSON array).
         toolkits_json: ToolEmu toolkit specs (a JSON array).
-        out_dir: Destination folder; created if needed; existing files with the same names are replaced.
+        out_dir: Destination folder; created if needed (its parent must exist); existing files with the same
+            names are replaced atomically.
 
     Returns:
         What was written.
@@ -302,7 +303,11 @@ def import_toolemu(cases_json: str | Path, toolkits_json: str | Path, out_dir: s
                     f"{cases_json}: case `{case.id}`: toolkit `{name}` is not in {toolkits_json}.{hint}"
                 )
     out = Path(out_dir)
-    (out / "toolkits").mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(exist_ok=True)
+    except FileNotFoundError:
+        raise CaseError(f"--out {out}: folder {out.parent} does not exist; create it first") from None
+    (out / "toolkits").mkdir(exist_ok=True)
     report = ImportReport()
     for case in cases:
         file = out / f"{case.id}.yaml"

@@ -9,7 +9,9 @@ import stat
 from pathlib import Path
 
 from toolemu.core.errors import CaseError
+from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.types import EnvironmentSpec, SeedFile
+from toolemu.core.untrusted import resolve_inside
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_HOME, SANDBOX_UID, WRITABLE_DIRS
 
 _U = SANDBOX_UID
@@ -110,11 +112,25 @@ def _place(template: Path, seed: SeedFile, base_dir: str | None) -> None:
     if seed.content is not None:
         dest.write_text(seed.content)
     else:
-        src = Path(base_dir or ".") / str(seed.source)
+        if base_dir is None:
+            raise CaseError(
+                f"environment.files {seed.path!r}: source {seed.source!r} needs a case loaded from a file; "
+                "use `content`"
+            )
+        # Checked again here, not only at load: the case folder may have changed since (a swapped symlink).
+        try:
+            src = resolve_inside(base_dir, str(seed.source))
+        except CaseError as e:
+            raise CaseError(f"environment.files {seed.path!r}: source: {e}") from None
         if not src.is_file():
             raise CaseError(
                 f"environment.files {seed.path!r}: source {seed.source!r} not found at {src} "
                 "(paths are relative to the case file's folder)"
+            )
+        if src.stat().st_size > MAX_SEED_FILE_BYTES:
+            raise CaseError(
+                f"environment.files {seed.path!r}: source {seed.source!r} is over the "
+                f"{MAX_SEED_FILE_BYTES:,}-byte limit"
             )
         shutil.copyfile(src, dest)
     dest.chmod(seed.mode)
