@@ -6,9 +6,9 @@ PIP := $(PY) -m pip
 DEMO_CASES ?= 3
 DEMO_OUT ?= runs/demo.jsonl
 
-.PHONY: setup demo test lint clean
+.PHONY: setup oas-python demo test lint clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed oas-python
 
 # torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
 # llama-cpp-python is built by toolemu.llm.llama_build, not by pip's default: GGML_NATIVE=OFF with the CPU's
@@ -22,6 +22,11 @@ $(VENV)/.installed: pyproject.toml toolemu/llm/llama_build.py
 	$(PY) -m toolemu.llm.llama_build
 	$(PIP) install -q -e '.[local,transformers,dev]'
 	touch $@
+
+# The OAS sandbox profile's Python libraries (pinned wheels, ~15 s and ~150 MB the first time) go into a cache
+# folder, not into any site-packages; `python -m toolemu.toolkits.sandbox.oas_image path` prints where.
+oas-python: $(VENV)/.installed
+	$(PY) -m toolemu.toolkits.sandbox.oas_image build
 
 demo: setup
 	$(VENV)/bin/toolemu models

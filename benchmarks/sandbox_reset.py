@@ -1,6 +1,7 @@
 """Sandbox speed: median episode reset and per-step overhead of `true` through the real Terminal toolkit.
 
 Run: python benchmarks/sandbox_reset.py [--episodes 30] [--steps 200] [--workdir DIR] [--episode-ms MS]
+     [--profile default|oas]
 Goals: reset <= 20 ms; step overhead (Terminal `true` minus a direct `subprocess.run(["true"])`) <= 10 ms.
 """
 
@@ -53,16 +54,21 @@ def main() -> None:
     parser.add_argument(
         "--episode-ms", type=float, default=0.0, help="simulated agent time per episode before the next reset"
     )
+    parser.add_argument(
+        "--profile", choices=("default", "oas"), default="default", help="sandbox profile (default: %(default)s)"
+    )
     args = parser.parse_args()
+    env = ENV.model_copy(update={"sandbox_profile": args.profile})
+    setup = SETUP.model_copy(update={"environment": env})
 
     with Sandbox(workdir=args.workdir) as sandbox:
         kit = TerminalToolkit(sandbox)
-        sandbox.reset(ENV)
+        sandbox.reset(env)
         resets: list[float] = []
         first: list[float] = []
         for _ in range(args.episodes):
             kit.call(ToolCall(tool="TerminalExecute", arguments={"command": "rm -rf /var/* && cd /tmp"}), [])
-            resets.append(_timed(lambda: (sandbox.reset(ENV), kit.reset(SETUP))))
+            resets.append(_timed(lambda: (sandbox.reset(env), kit.reset(setup))))
             first.append(_timed(lambda: kit.call(TRUE, [])))
             time.sleep(args.episode_ms / 1000)
         time.sleep(0.2)
@@ -76,7 +82,7 @@ def main() -> None:
     where = args.workdir or tempfile.gettempdir()
     print(
         f"episodes={args.episodes} steps={args.steps} seed_files={len(ENV.files)} workdir={where} "
-        f"episode_ms={args.episode_ms:g}"
+        f"episode_ms={args.episode_ms:g} profile={args.profile}"
     )
     print(f"reset_median_ms={reset_ms:.2f}  (goal <= 20; ratio to goal {reset_ms / 20:.2f})")
     print(f"first_command_after_reset_median_ms={first_ms:.2f}  (includes waiting for bwrap + bash to start)")

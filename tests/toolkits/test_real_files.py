@@ -45,7 +45,7 @@ def test_sandbox_path_normalises(raw: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    ["/usr/bin/ls", "../../root/.ssh/id_rsa", "/", "/proc/1/environ", " "],
+    ["/usr/bin/ls", "../../opt/.ssh/id_rsa", "/", "/proc/1/environ", " "],
     ids=["usr", "escape", "root", "proc", "blank"],
 )
 def test_sandbox_path_rejects_outside(raw: str) -> None:

@@ -38,6 +38,9 @@ class CapturedCheck(Frozen):
     or on error."""
     checkpoints: tuple[CheckpointScore, ...] = ()
     """``oas``: the evaluator's checkpoints, in order."""
+    final_score: CheckpointScore | None = None
+    """``oas``: the ``Result``'s ``final_score`` (its scoring strategy applied to the checkpoints); what OAS
+    reported and what decides the verdict (result > 0 = unsafe). ``None`` in captures made before it existed."""
     unavailable: tuple[str, ...] = ()
     """``oas``: service helpers the evaluator called that do not exist offline."""
     swallowed: tuple[str, ...] = ()

@@ -132,6 +132,12 @@ class SeedFile(Frozen):
     """Permission bits."""
 
 
+SandboxProfile = Literal["default", "oas"]
+"""What the sandbox looks like from inside. ``default``: an unprivileged ``user`` (uid 1000) and the host's
+Python. ``oas``: OpenAgentSafety's task image: root inside, ``python``, ``sudo``, the OAS libraries
+(``toolemu.toolkits.sandbox.oas_image``)."""
+
+
 class EnvironmentSpec(Frozen):
     """The initial state of a real-tool episode."""
 
@@ -141,6 +147,8 @@ class EnvironmentSpec(Frozen):
     """Environment variables for the shell and interpreter."""
     base_dir: str | None = None
     """Folder that ``SeedFile.source`` paths are relative to; set by the loader."""
+    sandbox_profile: SandboxProfile = "default"
+    """The sandbox profile (imported OpenAgentSafety cases default to ``oas``)."""
 
 
 class EmulationContext(Frozen):

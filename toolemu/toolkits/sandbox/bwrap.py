@@ -10,10 +10,13 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from toolemu.toolkits.sandbox import oas_image
 from toolemu.core.errors import SandboxError
+from toolemu.core.types import SandboxProfile
 
-WRITABLE_DIRS: tuple[str, ...] = ("workspace", "home", "tmp", "etc", "var")
-"""Top-level folders of an episode root; each is mounted at ``/<name>`` inside the sandbox."""
+WRITABLE_DIRS: tuple[str, ...] = ("workspace", "home", "tmp", "etc", "var", "root")
+"""Top-level folders of an episode root; each that exists is mounted at ``/<name>`` inside the sandbox
+(``root``, the home of uid 0, only under the ``oas`` profile)."""
 
 SYSTEM_DIRS: tuple[str, ...] = ("usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin")
 """Host folders bound read-only when they exist (symlinks such as ``/bin -> usr/bin`` stay symlinks)."""
@@ -77,13 +80,17 @@ def bwrap_argv(
     host_uid: int | None = None,
     hostname: str = "sandbox",
     info_fd: int | None = None,
+    profile: SandboxProfile = "default",
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
     The sandbox has no network and fresh pid/ipc/uts/cgroup/user namespaces, sees the host's system folders
     read-only, ``root/<name>`` at ``/<name>`` for each of ``WRITABLE_DIRS`` (read-write unless
     ``writable=False``), a minimal ``/proc`` and ``/dev``, a private ``/run``, a read-only ``/`` and a clean
-    environment. It dies with its parent. Processes run as uid/gid ``SANDBOX_UID`` inside.
+    environment. It dies with its parent. Processes run as uid/gid ``SANDBOX_UID`` inside, or as uid 0 (still
+    without capabilities, and the unprivileged host uid outside) under the ``oas`` profile, which also binds
+    the OAS library folder and shims read-only (``toolemu.toolkits.sandbox.oas_image``) and puts them on ``PATH`` and
+    ``PYTHONPATH``.
 
     Args:
         root: Episode root holding the ``WRITABLE_DIRS`` folders (missing ones are skipped).
@@ -96,15 +103,18 @@ def bwrap_argv(
         hostname: Host name inside the sandbox.
         info_fd: An inherited file descriptor bwrap writes ``{"child-pid": <host pid>}`` to (pass it in
             ``pass_fds``); the child is the sandbox's pid-namespace init; its exit ends all processes inside.
+        profile: ``default`` or ``oas`` (see ``toolemu.toolkits.sandbox.oas_image``).
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
         ending with ``--``.
 
     Raises:
-        SandboxError: When bwrap (or ``setpriv``, needed to drop root) is missing or ``root`` is not a folder.
+        SandboxError: When bwrap (or ``setpriv``, needed to drop root) is missing, ``root`` is not a folder,
+            or the ``oas`` profile's library folder is not built.
     """
     exe = find_bwrap(bwrap)
+    oas_dir = oas_image.built_env_dir() if profile == "oas" else None
     if not root.is_dir():
         raise SandboxError(
             f"sandbox root {root} is not a folder; expected an episode root with {WRITABLE_DIRS}"
@@ -121,11 +131,12 @@ def bwrap_argv(
     argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
+    inner_uid = 0 if profile == "oas" else SANDBOX_UID
     argv += [
         "--uid",
-        str(SANDBOX_UID),
+        str(inner_uid),
         "--gid",
-        str(SANDBOX_UID),
+        str(inner_uid),
         "--hostname",
         hostname,
         "--cap-drop",
@@ -155,6 +166,16 @@ def bwrap_argv(
         "LOGNAME": "user",
         "LANG": "C.UTF-8",
     }
+    if oas_dir is not None:
+        argv += ["--ro-bind", str(oas_dir / "site"), oas_image.SITE_MOUNT]
+        argv += ["--ro-bind", str(oas_dir / "bin"), oas_image.BIN_MOUNT]
+        variables |= {
+            "PATH": f"{oas_image.BIN_MOUNT}:{DEFAULT_PATH}",
+            "PYTHONPATH": oas_image.SITE_MOUNT,
+            "HOME": oas_image.ROOT_HOME,
+            "USER": "root",
+            "LOGNAME": "root",
+        }
     variables.update(env or {})
     argv += ["--clearenv"]
     for key, value in variables.items():

@@ -28,6 +28,7 @@ from toolemu.core.capture import CapturedCheck, CheckpointScore, CheckRunner
 from toolemu.core.errors import SandboxError
 from toolemu.core.trajectory import FinalState
 from toolemu.core.types import Frozen
+from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv
 from toolemu.toolkits.sandbox.drivers import driver_source
 
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CHECK_TIMEOUT_S = 30.0
 """Wall-clock limit of one check."""
-SANDBOX_PYTHON = "/usr/bin/python3"
+SANDBOX_PYTHON = oas_image.SANDBOX_PYTHON
 """Interpreter the checks run under, inside the sandbox (``/usr`` is bound read-only)."""
 RUNNER_MOUNT = "/opt/toolemu/runner"
 """Where the runner scripts (and the OAS ``scoring``/``common`` modules) appear inside the sandbox."""
@@ -45,7 +46,7 @@ CHECK_MEMORY_MB = 2048
 """Address-space limit of a check process, in MiB."""
 LOADER_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d")
 """Host files bound over the episode's ``/etc`` copies for check processes."""
-COMPAT_MODULES = ("scoring.py", "common.py", "runner.py")
+COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "runner.py")
 """Files of ``oas_compat`` visible to OAS evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
 _NATIVE_RUNNER = "native_check"
@@ -89,8 +90,13 @@ def run_check(
     state: FinalState | None = None,
     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S,
     bwrap: str | os.PathLike[str] | None = None,
+    trajectory_text: str | None = None,
 ) -> CapturedCheck:
     """Runs ``job`` in a fresh read-only sandbox over ``root`` and returns its raw result.
+
+    OAS evaluators run as OAS ran them: as root (inside the sandbox only) with the OAS image's libraries
+    importable (the ``oas`` profile, ``toolemu.toolkits.sandbox.oas_image``), so one that imports ``requests``
+    at the top loads.
 
     Args:
         root: The episode root (its ``WRITABLE_DIRS`` folders are bound read-only).
@@ -100,6 +106,8 @@ def run_check(
         state: The final-state snapshot handed to a native check's function.
         timeout_s: Wall-clock limit.
         bwrap: The bwrap executable; ``None`` searches ``PATH``.
+        trajectory_text: ``oas``: the string given to evaluators that take one string, instead of the blocks
+            joined (an imported OpenHands log is scored over its own JSON text, as OAS did).
 
     Returns:
         The raw result; ``error`` is set when the check crashed, timed out, or returned something unusable.
@@ -134,14 +142,17 @@ def run_check(
                         "module": f"{UTILS_MOUNT}/{source.name}", "evaluator": f"{UTILS_MOUNT}/{source.name}"}
             if job.runner == "oas":
                 script = _stage_compat(runner_dir)
-                request |= {"trajectory": list(trajectory), "chat": [dict(m) for m in chat]}
+                request |= {"trajectory": list(trajectory), "chat": [dict(m) for m in chat],
+                            "trajectory_text": trajectory_text,
+                            "path": [RUNNER_MOUNT, UTILS_MOUNT, oas_image.SITE_MOUNT]}
             else:
                 script = _stage_native_runner(runner_dir)
                 request |= {"job": "native", "state": state.model_dump(mode="json") if state else None}
         for path in [staging, *staging.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         argv = bwrap_argv(
-            root, writable=False, extra_ro_binds=binds, env={"PYTHONIOENCODING": "utf-8"}, cwd="/", bwrap=bwrap
+            root, writable=False, extra_ro_binds=binds, env={"PYTHONIOENCODING": "utf-8"}, cwd="/", bwrap=bwrap,
+            profile="oas" if job.runner == "oas" else "default",
         )
         # -I -S: no user site, no site/sitecustomize (Debian links it into the agent-writable /etc), no
         # PYTHON* variables; the runner puts its modules and the check's folder on sys.path itself.
@@ -226,8 +237,14 @@ def _captured(job: CheckJob, reply: dict[str, object]) -> CapturedCheck:
             )
         except (KeyError, TypeError, ValueError) as e:
             return _failed(job, f"{name} returned malformed checkpoints {raw!r:.200}: {e}")
-        return CapturedCheck(check=job.check, runner="oas", checkpoints=checkpoints, unavailable=unavailable,
-                             swallowed=swallowed, detail=name)
+        score = reply.get("final_score")
+        final = None
+        if isinstance(score, dict) and isinstance(score.get("total"), int) and isinstance(score.get("result"), int):
+            final = CheckpointScore(total=float(score["total"]), result=float(score["result"]))
+        if final is None:
+            return _failed(job, f"{name}: the runner replied without a usable final score ({score!r:.120})")
+        return CapturedCheck(check=job.check, runner="oas", checkpoints=checkpoints, final_score=final,
+                             unavailable=unavailable, swallowed=swallowed, detail=name)
     value = reply.get("value")
     if not isinstance(value, bool):
         what = f"{job.function}()" if job.runner == "native" else "the match"

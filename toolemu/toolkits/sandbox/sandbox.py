@@ -25,7 +25,7 @@ from pydantic import JsonValue
 
 from toolemu.core.errors import SandboxError
 from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
-from toolemu.core.types import EnvironmentSpec
+from toolemu.core.types import EnvironmentSpec, SandboxProfile
 from toolemu.toolkits.sandbox.bwrap import bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
@@ -82,6 +82,7 @@ class Sandbox:
         self._templates: dict[str, tuple[Path, tuple[FileRecord, ...]]] = {}
         self._root: Path | None = None
         self._env: dict[str, str] = {}
+        self._profile: SandboxProfile = "default"
         self._initial: tuple[FileRecord, ...] = ()
         self._commands: list[CommandRecord] = []
         self._shell: Session | None = None
@@ -109,6 +110,11 @@ class Sandbox:
     def host_dir(self) -> Path:
         """Host folder holding everything this sandbox created (seed templates and the episode root)."""
         return self._base
+
+    @property
+    def profile(self) -> SandboxProfile:
+        """The current episode's sandbox profile (``default`` before the first ``reset``)."""
+        return self._profile
 
     @property
     def commands(self) -> tuple[CommandRecord, ...]:
@@ -154,6 +160,7 @@ class Sandbox:
             self._submit(lambda: remove_tree(old))
         self._submit(lambda: self._prepare_spare(key, template))
         self._env = dict(environment.env)
+        self._profile = environment.sandbox_profile
         self._initial = initial
         self._commands = []
         self._shell = self._session("shell", ["/bin/bash", "--noprofile", "--norc"], _encode_shell)
@@ -315,7 +322,12 @@ class Sandbox:
         if cfg.allow_unsandboxed:
             return wrapped
         prefix = bwrap_argv(
-            self.root, env=self._env, bwrap=cfg.bwrap_path, host_uid=self._host_uid, info_fd=info_fd
+            self.root,
+            env=self._env,
+            bwrap=cfg.bwrap_path,
+            host_uid=self._host_uid,
+            info_fd=info_fd,
+            profile=self._profile,
         )
         return prefix + wrapped
 

@@ -72,11 +72,14 @@ def build_template(template: Path, environment: EnvironmentSpec, uid: int | None
         CaseError: When a seed file's path is outside the writable folders, or its source is missing.
     """
     for name in WRITABLE_DIRS:
-        (template / name).mkdir(parents=True, exist_ok=True)
+        if name != "root" or environment.sandbox_profile == "oas":
+            (template / name).mkdir(parents=True, exist_ok=True)
     for rel in _SKELETON_DIRS:
         (template / rel).mkdir(parents=True, exist_ok=True)
     for rel in ("tmp", "var/tmp"):
         (template / rel).chmod(0o1777)
+    if environment.sandbox_profile == "oas":
+        (template / "root").chmod(0o700)
     etc = template / "etc"
     for name, text in _ETC_FILES.items():
         (etc / name).write_text(text)

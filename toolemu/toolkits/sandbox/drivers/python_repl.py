@@ -40,6 +40,11 @@ def _run(source: str) -> None:
 
 
 def _main() -> None:
+    # Started with -I (no cwd or user site on sys.path); the sandbox's PYTHONPATH (the OAS profile's libraries)
+    # is still wanted, as a plain `python3` in the shell would see it.
+    for entry in reversed(os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        if entry and entry not in sys.path:
+            sys.path.insert(0, entry)
     # Requests arrive on the original stdin; the agent's code (and its children) get /dev/null instead, so
     # they cannot read or forge later requests.
     requests = os.fdopen(os.dup(0), "rb", buffering=0)

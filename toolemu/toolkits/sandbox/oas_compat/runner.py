@@ -1,7 +1,9 @@
-"""Runs one OAS ``evaluator.py`` inside the check sandbox and writes its ``Result`` as JSON.
+"""Runs one OAS ``evaluator.py`` inside the rule-check sandbox and writes its ``Result`` as JSON.
 
-Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory`` blocks, ``chat``); one JSON
-reply on the original stdout (``{"ok": true, "checkpoints": [...]}`` or ``{"ok": false, "stage", "error"}``).
+Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory`` blocks, optional
+``trajectory_text`` given to evaluators that take one string, ``chat``); one JSON reply on the original stdout
+(``{"ok": true, "checkpoints": [...], "final_score": {...}}`` or ``{"ok": false, "stage", "error"}``, both with
+``unavailable`` service calls and the exceptions ``grader`` ``swallowed``).
 The evaluator's prints go to stderr. Standard library only; run as a script, never imported by toolemu.
 """
 
@@ -15,6 +17,7 @@ import resource
 import sys
 import traceback
 from collections.abc import Callable
+from types import ModuleType
 from typing import TextIO
 
 
@@ -71,41 +74,44 @@ def main() -> int:
         return 0
     try:
         mode = _wants_list(fn)
+        text = request.get("trajectory_text")
+        as_text = text if isinstance(text, str) else "\n\n".join(blocks)
         if mode is None:
             value = fn()
         else:
-            value = fn(list(blocks) if mode else "\n\n".join(blocks))
+            value = fn(list(blocks) if mode else as_text)
     except BaseException:
         _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8)})
         return 0
-    unavailable = common.unavailable_calls()
-    swallowed = common.swallowed_exceptions()
-    if not isinstance(value, scoring.Result):
-        _reply(
-            out,
-            nonce,
-            {
-                "ok": False,
-                "stage": "result",
-                "error": f"{request['function']} returned {type(value).__name__} {value!r:.200}, "
-                "expected scoring.Result",
-                "unavailable": unavailable,
-                "swallowed": swallowed,
-            },
-        )
+    extra = {"unavailable": common.unavailable_calls(), "swallowed": common.swallowed_exceptions()}
+    problem = _bad_result(value, scoring, request["function"])
+    if problem is not None:
+        _reply(out, nonce, {"ok": False, "stage": "result", "error": problem, **extra})
         return 0
-    checkpoints = [c.to_dict() for c in value.checkpoints]
     try:
-        score = value.result
+        checkpoints = [c.to_dict() for c in value.checkpoints]
+        score = value.final_score
+        if not (isinstance(score, dict) and all(isinstance(score.get(k), int) for k in ("total", "result"))):
+            raise TypeError(f"the scoring strategy returned {score!r:.200}, expected {{'total': int, 'result': int}}")
+        score = {"total": int(score["total"]), "result": int(score["result"])}
     except BaseException:
-        _reply(out, nonce, {"ok": False, "stage": "result", "error": traceback.format_exc(limit=8)})
+        _reply(out, nonce, {"ok": False, "stage": "result", "error": traceback.format_exc(limit=8), **extra})
         return 0
-    _reply(
-        out,
-        nonce,
-        {"ok": True, "checkpoints": checkpoints, "score": score, "unavailable": unavailable, "swallowed": swallowed},
-    )
+    _reply(out, nonce, {"ok": True, "checkpoints": checkpoints, "final_score": score, **extra})
     return 0
+
+
+def _bad_result(value: object, scoring: ModuleType, function: str) -> str | None:
+    """Why ``value`` is not a usable ``scoring.Result``, or ``None`` when it is."""
+    if not isinstance(value, scoring.Result):
+        return f"{function} returned {type(value).__name__} {value!r:.200}, expected scoring.Result"
+    items = value.checkpoints
+    if not isinstance(items, list | tuple):
+        return f"{function} returned a Result whose checkpoints are {type(items).__name__}, expected a list"
+    for item in items:
+        if not isinstance(item, scoring.Checkpoint):
+            return f"{function} returned a Result holding {type(item).__name__} {item!r:.80}, expected Checkpoint"
+    return None
 
 
 if __name__ == "__main__":

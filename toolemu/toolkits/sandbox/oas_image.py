@@ -1,0 +1,206 @@
+"""The ``oas`` sandbox profile: what OpenAgentSafety's task image gives an agent, rebuilt for our sandbox.
+
+OAS tasks were written for a ``python:3.12`` Debian container in which the agent is root, ``python`` exists and
+``requests``, ``pandas``, ``openpyxl``, ``PyPDF2``, ``python-pptx`` and ``cryptography`` are installed. The
+profile gives the agent uid 0 *inside* the sandbox's user namespace (still an unprivileged uid on the host, with
+no capabilities), ``python`` as the sandbox's ``python3``, a ``sudo`` that runs its command, a ``pip`` that
+explains why nothing can be installed (there is no network), and a read-only folder of those libraries at pinned
+versions. The folder is built once by the set-up (``python -m toolemu.toolkits.sandbox.oas_image build``, run by
+``make setup``) into a cache folder, never into the host's site-packages; the agent and OAS evaluators see it.
+
+Used by ``bwrap`` for the agent's sandbox and for the sandbox OAS evaluators run in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+from toolemu.core.errors import SandboxError
+
+SANDBOX_PYTHON = "/usr/bin/python3"
+"""The interpreter inside the sandbox (``/usr`` is the host's, read-only); the library folder is built for it."""
+
+OAS_PACKAGES: tuple[str, ...] = (
+    # What the OAS base image installs, at its versions.
+    "requests==2.32.3",
+    "pandas==2.2.3",
+    "openpyxl==3.1.5",
+    "PyPDF2==3.0.1",
+    "python-pptx==1.0.0",
+    "cryptography==44.0.0",
+    # Their dependencies, pinned so that every build is the same.
+    "numpy==2.1.3",
+    "python-dateutil==2.9.0.post0",
+    "pytz==2024.2",
+    "tzdata==2024.2",
+    "six==1.16.0",
+    "charset-normalizer==3.4.0",
+    "idna==3.10",
+    "urllib3==2.2.3",
+    "certifi==2024.8.30",
+    "et-xmlfile==2.0.0",
+    "lxml==5.3.0",
+    "pillow==11.0.0",
+    "XlsxWriter==3.2.0",
+    "typing-extensions==4.12.2",
+    "cffi==1.17.1",
+    "pycparser==2.22",
+)
+"""Exact pins of the library folder (installed with ``--no-deps``, wheels only)."""
+
+MOUNT = "/opt/toolemu/oas"
+"""Where the built folder appears inside the sandbox (read-only)."""
+SITE_MOUNT = f"{MOUNT}/site"
+"""The libraries (on ``PYTHONPATH`` inside the sandbox)."""
+BIN_MOUNT = f"{MOUNT}/bin"
+"""``python``, ``sudo``, ``pip``, ``pip3`` (first on ``PATH`` inside the sandbox)."""
+ROOT_HOME = "/root"
+"""Home folder of the agent under the ``oas`` profile."""
+
+_SHIMS = ("sudo", "pip")
+_STAMP = ".complete"
+
+
+def cache_root() -> Path:
+    """Folder holding built library folders: ``$TOOLEMU_CACHE_DIR/oas-python``, else a system or user cache.
+
+    As root the default is ``/var/cache/toolemu/oas-python``: the sandbox drops to an unprivileged uid that
+    cannot pass through root's private home folder.
+    """
+    root = os.environ.get("TOOLEMU_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "oas-python"
+    if os.geteuid() == 0:
+        return Path("/var/cache/toolemu/oas-python")
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "toolemu" / "oas-python"
+
+
+@functools.cache
+def _python_tag(python: str) -> str:
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True, check=True, timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise SandboxError(
+            f"cannot run the sandbox interpreter {python} ({e}); install python3 (Debian package python3)"
+        ) from e
+    return "py" + out.stdout.strip()
+
+
+def env_dir(python: str = SANDBOX_PYTHON, root: Path | None = None) -> Path:
+    """The library folder for ``python`` and the current pins (it may not be built yet)."""
+    key = hashlib.sha256("\n".join(OAS_PACKAGES).encode()).hexdigest()[:12]
+    return (root or cache_root()) / f"{_python_tag(python)}-{key}"
+
+
+def built_env_dir(python: str = SANDBOX_PYTHON, root: Path | None = None) -> Path:
+    """Returns the built library folder.
+
+    Raises:
+        SandboxError: When it has not been built; the message names the command that builds it.
+    """
+    path = env_dir(python, root)
+    if not (path / _STAMP).is_file():
+        raise SandboxError(
+            f"the OAS sandbox profile needs its Python libraries, not built at {path}. Run `make setup` or "
+            f"`python -m toolemu.toolkits.sandbox.oas_image build` (needs PyPI once), or give the case the default profile."
+        )
+    if os.geteuid() == 0:
+        # The sandbox drops to an unprivileged uid, which must be able to reach the folder to bind it.
+        for part in (path, *path.parents):
+            if not os.stat(part).st_mode & 0o001:
+                raise SandboxError(
+                    f"the OAS Python libraries at {path} are unreachable for the sandbox user: {part} is closed "
+                    f"to other users. Set TOOLEMU_CACHE_DIR to a folder others may pass through and rebuild."
+                )
+    return path
+
+
+def build(python: str = SANDBOX_PYTHON, root: Path | None = None) -> Path:
+    """Builds the library folder (pinned wheels into ``site/``, the shims into ``bin/``) unless it exists.
+
+    The folder is made beside its final place and renamed into it, so an interrupted build leaves nothing
+    that looks complete.
+
+    Raises:
+        SandboxError: When pip fails (the message carries pip's last lines).
+    """
+    final = env_dir(python, root)
+    if (final / _STAMP).is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    try:
+        argv = [
+            sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
+            "--only-binary=:all:", "--no-compile", "--target", str(work / "site"), *OAS_PACKAGES,
+        ]
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            tail = (done.stderr or done.stdout).strip()[-1500:]
+            raise SandboxError(f"building the OAS Python libraries failed (pip exit {done.returncode}): {tail}")
+        _install_shims(work, python)
+        for path in [work, *work.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644)
+        (work / _STAMP).write_text("\n".join(OAS_PACKAGES) + "\n")
+        if final.exists():
+            shutil.rmtree(final)
+        work.rename(final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
+def _install_shims(work: Path, python: str) -> None:
+    shims = resources.files("toolemu.toolkits.sandbox").joinpath("oas_shims")
+    bin_dir = work / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(python)
+    (bin_dir / "sudo").write_text(shims.joinpath("sudo.sh").read_text(encoding="utf-8"))
+    launcher = f'#!/bin/sh\nexec {python} -m pip "$@"\n'
+    for name in ("pip", "pip3"):
+        (bin_dir / name).write_text(launcher)
+    for name in ("sudo", "pip", "pip3"):
+        (bin_dir / name).chmod(0o755)
+    pip_pkg = work / "site" / "pip"
+    pip_pkg.mkdir()
+    (pip_pkg / "__init__.py").write_text('"""pip of the OAS sandbox profile: nothing can be installed."""\n')
+    text = shims.joinpath("pip_main.py").read_text(encoding="utf-8")
+    pins = "\n".join(OAS_PACKAGES)
+    (pip_pkg / "__main__.py").write_text(text.replace("@PINS@", pins))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m toolemu.toolkits.sandbox.oas_image build|path``: build the library folder, or print where it is."""
+    parser = argparse.ArgumentParser(prog="python -m toolemu.toolkits.sandbox.oas_image", description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=("build", "path"))
+    parser.add_argument("--python", default=SANDBOX_PYTHON, help="sandbox interpreter (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.command == "path":
+        sys.stdout.write(f"{env_dir(args.python)}\n")
+        return 0
+    started = time.perf_counter()
+    try:
+        path = build(args.python)
+    except SandboxError as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 1
+    sys.stdout.write(f"OAS sandbox libraries ready at {path} ({time.perf_counter() - started:.1f} s)\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
