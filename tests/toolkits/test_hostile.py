@@ -12,9 +12,8 @@ from typing import NamedTuple
 
 import pytest
 
-from toolemu.toolkits.sandbox import oas_image
 from toolemu.core.types import EnvironmentSpec, SandboxProfile, SeedFile
-from toolemu.toolkits.sandbox import Sandbox, SandboxConfig
+from toolemu.toolkits.sandbox import Sandbox, SandboxConfig, oas_image
 
 pytestmark = pytest.mark.sandbox
 

@@ -10,9 +10,9 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from toolemu.toolkits.sandbox import oas_image
 from toolemu.core.errors import SandboxError
 from toolemu.core.types import SandboxProfile
+from toolemu.toolkits.sandbox import oas_image
 
 WRITABLE_DIRS: tuple[str, ...] = ("workspace", "home", "tmp", "etc", "var", "root")
 """Top-level folders of an episode root; each that exists is mounted at ``/<name>`` inside the sandbox

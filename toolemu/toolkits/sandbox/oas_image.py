@@ -115,7 +115,8 @@ def built_env_dir(python: str = SANDBOX_PYTHON, root: Path | None = None) -> Pat
     if not (path / _STAMP).is_file():
         raise SandboxError(
             f"the OAS sandbox profile needs its Python libraries, not built at {path}. Run `make setup` or "
-            f"`python -m toolemu.toolkits.sandbox.oas_image build` (needs PyPI once), or give the case the default profile."
+            "`python -m toolemu.toolkits.sandbox.oas_image build` (needs PyPI once), or give the case the "
+            "default profile."
         )
     if os.geteuid() == 0:
         # The sandbox drops to an unprivileged uid, which must be able to reach the folder to bind it.
@@ -184,8 +185,10 @@ def _install_shims(work: Path, python: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m toolemu.toolkits.sandbox.oas_image build|path``: build the library folder, or print where it is."""
-    parser = argparse.ArgumentParser(prog="python -m toolemu.toolkits.sandbox.oas_image", description=__doc__.splitlines()[0])
+    """``python -m toolemu.toolkits.sandbox.oas_image build|path``: build the library folder, or say where."""
+    parser = argparse.ArgumentParser(
+        prog="python -m toolemu.toolkits.sandbox.oas_image", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("command", choices=("build", "path"))
     parser.add_argument("--python", default=SANDBOX_PYTHON, help="sandbox interpreter (default: %(default)s)")
     args = parser.parse_args(argv)
