@@ -1,7 +1,22 @@
-"""Benchmark runs: one episode (``run_episode``), a suite with concurrency and resume (``run_suite``)."""
+"""Benchmark runs: one episode (``run_episode``), a suite with concurrency and resume (``run_suite``), case
+selection, and re-scoring saved episodes (``rescore_file``)."""
 
-from toolemu.bench.record import EpisodeRecord, append_record, read_records
+from toolemu.bench.record import EpisodeRecord, append_record, case_hash, read_records
+from toolemu.bench.rescore import rescore_file, rescore_record
 from toolemu.bench.rollout import run_episode
 from toolemu.bench.runner import config_hash, run_suite
+from toolemu.bench.suite import needs_sandbox, select_cases
 
-__all__ = ["EpisodeRecord", "append_record", "config_hash", "read_records", "run_episode", "run_suite"]
+__all__ = [
+    "EpisodeRecord",
+    "append_record",
+    "case_hash",
+    "config_hash",
+    "needs_sandbox",
+    "read_records",
+    "rescore_file",
+    "rescore_record",
+    "run_episode",
+    "run_suite",
+    "select_cases",
+]

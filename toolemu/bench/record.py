@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,9 +12,12 @@ from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import check_output_path, dump_json
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, FinalState, Trajectory
-from toolemu.core.types import Frozen
+from toolemu.core.types import Frozen, ToolkitSpec
 from toolemu.rewards.evaluation import Evaluation
 from toolemu.testcases import Case
+from toolemu.testcases.schema import PythonCheck
+
+logger = logging.getLogger(__name__)
 
 RECORD_SCHEMA_VERSION = 2
 """2: records carry the case and the raw results of sandboxed checks (``checks``), so they can be re-scored."""
@@ -26,7 +31,9 @@ class EpisodeRecord(Frozen):
     case_id: str
     """The case."""
     config_hash: str
-    """Hash of the run configuration (agent, models, env settings)."""
+    """Hash of the run configuration (agent, models, env settings, prompt/judge/emulator versions)."""
+    case_hash: str = ""
+    """Hash of the case's content: a record of an edited case is not resumed as if it were current."""
     trial: int
     """Trial number for repeated runs of one case."""
     risk_category: str | None = None
@@ -45,6 +52,8 @@ class EpisodeRecord(Frozen):
     """The snapshot rule checks read."""
     checks: tuple[CapturedCheck, ...] = ()
     """Raw results of the checks that ran in the sandbox during capture (Python, OAS, large-file regexes)."""
+    toolkit_specs: tuple[ToolkitSpec, ...] = ()
+    """The tools the agent had, as the judges were shown them."""
     case: Case | None = None
     """The case as it was run, so ``toolemu rescore`` needs nothing but this file."""
     evaluation: Evaluation | None = None
@@ -61,18 +70,27 @@ class EpisodeRecord(Frozen):
         *,
         config_hash: str,
         trial: int,
-        status: EpisodeStatus,
         trajectory: Trajectory,
-        final_state: FinalState | None = None,
-        checks: tuple[CapturedCheck, ...] = (),
+        status: EpisodeStatus | None = None,
+        capture: Capture | None = None,
         evaluation: Evaluation | None = None,
         error: ErrorRecord | None = None,
         seconds: float = 0.0,
     ) -> EpisodeRecord:
-        """Builds a record, copying the case's metadata (category, intent, toolkits) for metrics."""
+        """Builds a record, copying the case (and its metadata for metrics).
+
+        ``status`` defaults to the trajectory's, or ``error`` when ``error`` is set or the evaluation errored
+        (then ``error`` defaults to the evaluation's first error record).
+        """
+        if error is None and evaluation is not None and evaluation.status == "error":
+            error = evaluation.errors[0]
+        if status is None:
+            status = "error" if error is not None else trajectory.status
+        capture = capture or Capture(trajectory=trajectory)
         return cls(
             case_id=case.id,
             config_hash=config_hash,
+            case_hash=case_hash(case),
             trial=trial,
             risk_category=case.risk_category.value if case.risk_category else None,
             intent=case.intent.value if case.intent else None,
@@ -80,8 +98,9 @@ class EpisodeRecord(Frozen):
             status=status,
             reward=evaluation.reward if evaluation is not None else None,
             trajectory=trajectory,
-            final_state=final_state,
-            checks=checks,
+            final_state=capture.final_state,
+            checks=capture.checks,
+            toolkit_specs=capture.toolkit_specs,
             case=case,
             evaluation=evaluation,
             error=error,
@@ -91,12 +110,52 @@ class EpisodeRecord(Frozen):
     @property
     def capture(self) -> Capture:
         """What scoring reads: the trajectory, the final state and the captured check results."""
-        return Capture(trajectory=self.trajectory, final_state=self.final_state, checks=self.checks)
+        return Capture(trajectory=self.trajectory, final_state=self.final_state, checks=self.checks,
+                       toolkit_specs=self.toolkit_specs)
 
     @property
-    def key(self) -> tuple[str, str, int]:
-        """Identity of the record within a results file."""
-        return (self.case_id, self.config_hash, self.trial)
+    def key(self) -> tuple[str, str, str, int]:
+        """Identity of the record within a results file: (case id, config hash, case hash, trial)."""
+        return (self.case_id, self.config_hash, self.case_hash, self.trial)
+
+
+def case_hash(case: Case) -> str:
+    """A short hash of everything in ``case`` that shapes an episode or its grading (not where it was loaded).
+
+    Examples:
+        >>> a = Case(id="c", instruction="x", toolkits=("T",))
+        >>> case_hash(a) == case_hash(a.model_copy(update={"source_dir": "/elsewhere"}))
+        True
+        >>> case_hash(a) == case_hash(a.model_copy(update={"instruction": "y"}))
+        False
+    """
+    content = case.model_dump(mode="json", exclude={"source_dir"})
+    content["environment"].pop("base_dir", None)
+    blob = json.dumps(content, sort_keys=True, ensure_ascii=False)
+    if case.source_dir:
+        # Files a case points to (python checks, seed sources) are part of it too.
+        blob += "".join(_file_digest(Path(case.source_dir), p) for p in _case_files(case))
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _case_files(case: Case) -> list[str]:
+    # A Python check runs with its whole folder (OAS evaluators read data files next to them).
+    paths = [str(Path(c.path).parent) for c in case.checks if isinstance(c, PythonCheck)]
+    paths += [f.source for f in case.environment.files if f.source is not None]
+    return sorted(set(paths))
+
+
+def _file_digest(base: Path, relative: str) -> str:
+    path = base / relative
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+    else:
+        files = [path] if path.is_file() else []
+    digest = hashlib.sha256(relative.encode())
+    for f in files:
+        digest.update(str(f.relative_to(base)).encode())
+        digest.update(f.read_bytes())
+    return digest.hexdigest()
 
 
 def append_record(path: Path, record: EpisodeRecord) -> None:
@@ -115,14 +174,61 @@ def append_record(path: Path, record: EpisodeRecord) -> None:
         f.flush()
 
 
-def read_records(path: Path) -> Iterator[EpisodeRecord]:
-    """Reads records; a corrupt line raises a ``ConfigError`` naming the file and line."""
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield EpisodeRecord.model_validate(json.loads(line))
-            except ValueError as e:
-                first = str(e).splitlines()[0]
-                raise ConfigError(f"{path}:{lineno}: not a valid episode record ({first})") from None
+def read_records(path: Path, *, allow_truncated_tail: bool = False) -> Iterator[EpisodeRecord]:
+    """Reads records; a corrupt line raises a ``ConfigError`` naming the file and line.
+
+    Args:
+        path: A results file (one JSON record per line), or one pretty-printed record (``toolemu run --out``).
+        allow_truncated_tail: Skip, with a warning, a last line cut short (no newline, not valid JSON): what a
+            crash in the middle of a write leaves.
+    """
+    text = path.read_text(encoding="utf-8")
+    body = text.strip()
+    if body.startswith("{") and "\n" in body and "\n{" not in body:
+        # One record spread over several lines (``toolemu run --out`` indents it).
+        try:
+            yield EpisodeRecord.model_validate_json(body)
+        except ValueError as e:
+            first = str(e).splitlines()[0]
+            raise ConfigError(f"{path}: not a valid episode record ({first})") from None
+        return
+    lines = text.split("\n")
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield EpisodeRecord.model_validate(json.loads(line))
+        except ValueError as e:
+            if allow_truncated_tail and lineno == len(lines) and not text.endswith("\n") and _is_cut(line):
+                logger.warning("%s:%d: dropped a truncated last line (a crash mid-write?)", path, lineno)
+                return
+            first = str(e).splitlines()[0]
+            raise ConfigError(f"{path}:{lineno}: not a valid episode record ({first})") from None
+
+
+def _is_cut(line: str) -> bool:
+    try:
+        json.loads(line)
+    except json.JSONDecodeError:
+        return True
+    return False
+
+
+def drop_truncated_tail(path: Path) -> bool:
+    """Removes a last line cut short (no newline, not valid JSON) so appends start on a fresh line.
+
+    Returns:
+        Whether a line was dropped (a warning is logged).
+    """
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return False
+    cut = data.rfind(b"\n") + 1
+    if not _is_cut(data[cut:].decode("utf-8", "replace")):
+        with path.open("ab") as f:  # a complete record missing only its newline
+            f.write(b"\n")
+        return False
+    with path.open("r+b") as f:
+        f.truncate(cut)
+    logger.warning("%s: dropped a truncated last line (%d bytes; a crash mid-write?)", path, len(data) - cut)
+    return True

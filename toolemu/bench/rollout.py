@@ -9,7 +9,7 @@ from toolemu.agents import Agent
 from toolemu.bench.record import EpisodeRecord
 from toolemu.core.capture import Capture
 from toolemu.core.errors import EnvStateError, InfraError
-from toolemu.core.trajectory import EpisodeStatus, ErrorRecord
+from toolemu.core.trajectory import ErrorRecord
 from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, ToolEmuEnv
 from toolemu.rewards.evaluation import Evaluation
 
@@ -46,15 +46,16 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
 def record_from_info(env: ToolEmuEnv, info: dict[str, object], *, config_hash: str, trial: int,
                      seconds: float) -> EpisodeRecord:
     """Builds the episode's record from the env's terminal ``info``."""
-    evaluation = info[INFO_EVALUATION]
-    error = info[INFO_ERROR]
-    capture = info[INFO_CAPTURE]
+    evaluation, error, capture = info[INFO_EVALUATION], info[INFO_ERROR], info[INFO_CAPTURE]
     if not isinstance(capture, Capture):
         raise EnvStateError("the env's terminal info has no capture; the episode has not ended")
-    if error is None and isinstance(evaluation, Evaluation) and evaluation.status == "error":
-        error = evaluation.errors[0]
-    status: EpisodeStatus = "error" if error is not None else capture.trajectory.status
-    return EpisodeRecord.for_case(env.case, config_hash=config_hash, trial=trial, status=status,
-                                  trajectory=capture.trajectory, final_state=capture.final_state,
-                                  checks=capture.checks, evaluation=evaluation,  # type: ignore[arg-type]
-                                  error=error, seconds=seconds)  # type: ignore[arg-type]
+    return EpisodeRecord.for_case(
+        env.case,
+        config_hash=config_hash,
+        trial=trial,
+        trajectory=capture.trajectory,
+        capture=capture,
+        evaluation=evaluation if isinstance(evaluation, Evaluation) else None,
+        error=error if isinstance(error, ErrorRecord) else None,
+        seconds=seconds,
+    )

@@ -1,7 +1,8 @@
 """Runs an agent over a suite of cases, several episodes in flight, into an append-only results file.
 
-Records are keyed by (case id, config hash, trial): re-running with the same config resumes, and files from
-different machines merge by concatenation.
+Records are keyed by (case id, config hash, case hash, trial): re-running with the same config resumes (an
+edited case runs again), and files from different machines merge by concatenation. The last record of a key
+wins, so ``retry_errors`` appends a fresh attempt after an errored one.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from toolemu.agents import Agent
-from toolemu.bench.record import EpisodeRecord, append_record, read_records
+from toolemu.bench.record import EpisodeRecord, append_record, case_hash, drop_truncated_tail, read_records
 from toolemu.bench.rollout import run_episode
 from toolemu.core.errors import ConfigError, Error
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
@@ -53,10 +54,15 @@ def run_suite(
     concurrency: int = 1,
     seed: int = 0,
     progress: bool = True,
+    retry_errors: bool = False,
 ) -> list[EpisodeRecord]:
     """Runs every (case, trial) not already in ``out`` and returns all records for this config.
 
     Cases that need unavailable services are recorded as errors naming the service, never skipped silently.
+    A last line of ``out`` cut short by a crash is dropped with a warning before resuming.
+
+    Args:
+        retry_errors: Also run again the (case, trial) pairs whose latest record is an error.
 
     Raises:
         ConfigError: ``trials`` or ``concurrency`` is out of range, or ``out``'s folder does not exist.
@@ -67,12 +73,21 @@ def run_suite(
         raise ConfigError(f"concurrency: {concurrency} is not in 1..{MAX_CONCURRENCY}")
     if out is not None:
         check_output_path(out, flag="results file", new=False)
-    done: dict[tuple[str, str, int], EpisodeRecord] = {}
+    hashes = {c.id: case_hash(c) for c in cases}
+    done: dict[tuple[str, str, str, int], EpisodeRecord] = {}
     if out is not None and out.exists():
+        drop_truncated_tail(out)
         done = {r.key: r for r in read_records(out) if r.config_hash == run_hash}
-    todo = [(c, t) for c in cases for t in range(trials) if (c.id, run_hash, t) not in done]
+    if retry_errors:
+        retried = [k for k, r in done.items() if r.status == "error"]
+        if retried:
+            logger.warning("retrying %d errored episode(s)", len(retried))
+        for key in retried:
+            del done[key]
+    wanted = {(c.id, run_hash, hashes[c.id], t) for c in cases for t in range(trials)}
+    todo = [(c, t) for c in cases for t in range(trials) if (c.id, run_hash, hashes[c.id], t) not in done]
+    results = [r for k, r in done.items() if k in wanted]
     lock = threading.Lock()
-    results = list(done.values())
 
     def one(case: Case, trial: int) -> EpisodeRecord:
         if case.services:
@@ -106,5 +121,4 @@ def run_suite(
 def _error_record(case: Case, run_hash: str, trial: int, message: str) -> EpisodeRecord:
     error = ErrorRecord(type="SetupError", message=message, boundary="infra")
     trajectory = Trajectory(case_id=case.id, instruction=case.instruction, status="error", error=error)
-    return EpisodeRecord.for_case(case, config_hash=run_hash, trial=trial, status="error", trajectory=trajectory,
-                                  error=error)
+    return EpisodeRecord.for_case(case, config_hash=run_hash, trial=trial, trajectory=trajectory, error=error)

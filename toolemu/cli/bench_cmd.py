@@ -8,32 +8,20 @@ from pathlib import Path
 import click
 
 from toolemu.bench import read_records, run_suite
+from toolemu.bench.suite import select_cases
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.session import build_session
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
 from toolemu.rewards.metrics import compute_metrics, render_summary
-from toolemu.testcases import Case, builtin_case_ids, load_case, load_cases
 
 DEFAULT_OUT = Path("runs/results.jsonl")
 
 
-def _select_cases(suite: str, ids: tuple[str, ...], limit: int | None) -> list[Case]:
-    if ids:
-        cases = [load_case(i) for i in ids]
-    elif suite in ("builtin", "emulated", "real"):
-        cases = [load_case(i) for i in builtin_case_ids()]
-        if suite != "builtin":
-            cases = [c for c in cases if (suite == "real") == ("real" in c.tags)]
-    else:
-        cases = load_cases(Path(suite))
-    return cases[:limit] if limit else cases
-
-
 @cli.command("bench")
 @click.option("--suite", default="builtin", show_default=True,
-              help="builtin, emulated, real, or a folder/file of cases.")
+              help="builtin, emulated (all tools emulated), real (some run in the sandbox), or a folder/file of cases.")
 @click.option("--case", "case_ids", multiple=True, help="Run only these case ids (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run at most this many cases.")
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=1, show_default=True,
@@ -43,19 +31,21 @@ def _select_cases(suite: str, ids: tuple[str, ...], limit: int | None) -> list[C
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help=f"Append-only results file; re-running resumes. Its folder must exist (default {DEFAULT_OUT}, "
                    "whose folder is created).")
+@click.option("--retry-errors", is_flag=True, help="Also re-run episodes whose latest record is an error.")
 @model_options
 def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
-                  out: Path, **opts: object) -> None:
+                  out: Path, retry_errors: bool, **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
     if out is None:
         out = DEFAULT_OUT
         out.parent.mkdir(exist_ok=True)
     check_output_path(out, new=False)
-    cases = _select_cases(suite, case_ids, limit)
+    cases = select_cases(suite, case_ids, limit, real_toolkits=opts["real_toolkits"])  # type: ignore[arg-type]
     session = build_session(opts)
     click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash})", err=True)
     records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
-                        trials=trials, concurrency=concurrency, seed=int(opts["seed"]))  # type: ignore[call-overload]
+                        trials=trials, concurrency=concurrency, seed=int(opts["seed"]),  # type: ignore[call-overload]
+                        retry_errors=retry_errors)
     click.echo(render_summary(compute_metrics(records)))
 
 
@@ -64,5 +54,6 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
 @click.option("--config", "config_filter", default=None, help="Only records with this config hash.")
 def report_command(results: Path, config_filter: str | None) -> None:
     """Print the metrics summary of a results file."""
-    records = [r for r in read_records(results) if config_filter is None or r.config_hash == config_filter]
+    records = [r for r in read_records(results, allow_truncated_tail=True)
+               if config_filter is None or r.config_hash == config_filter]
     click.echo(render_summary(compute_metrics(records)))

@@ -10,8 +10,10 @@ import click
 from toolemu.agents import Agent, ReActAgent
 from toolemu.bench import config_hash
 from toolemu.envs import EnvConfig
+from toolemu.envs.tool_use_env import ENV_VERSION
 from toolemu.llm import ChatModel, describe_model, resolve_model
-from toolemu.rewards.evaluation import EvaluationConfig
+from toolemu.rewards.evaluation import EVALUATION_VERSION, EvaluationConfig, build_judges
+from toolemu.toolkits.emulated import EMULATOR_VERSION
 
 
 class Session(NamedTuple):
@@ -48,7 +50,18 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
         real_toolkits=tuple(opts["real_toolkits"]),  # type: ignore[arg-type]
         max_steps=opts["max_steps"],  # type: ignore[arg-type]
     )
+    evaluation = env_config.evaluation
+    judges = build_judges(evaluation, judge)
+    versions = {
+        "env": ENV_VERSION,
+        "emulator": EMULATOR_VERSION,
+        "evaluation": EVALUATION_VERSION,
+        "agent": ReActAgent(agent, variant=opts["agent_variant"]).version,  # type: ignore[arg-type]
+        **{j.name: j.version for j in (*judges.safety, judges.helpfulness, *(
+            [judges.completion] if judges.completion is not None else []))},
+    }
     description = {
+        "versions": versions,
         "agent": agent.name,
         "variant": opts["agent_variant"],
         "emulator": emulator.name,

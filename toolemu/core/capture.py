@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from toolemu.core.trajectory import FinalState, Trajectory
-from toolemu.core.types import Frozen
+from toolemu.core.types import Frozen, ToolkitSpec
 
 CheckRunner = Literal["native", "oas", "file_text"]
 """How a captured check ran: a case's native Python check, an OpenAgentSafety evaluator, or a regex over a
@@ -61,3 +61,5 @@ class Capture(Frozen):
     """The world the episode left behind; ``None`` when the episode failed before the snapshot."""
     checks: tuple[CapturedCheck, ...] = ()
     """Raw results of the checks that needed the sandbox, in case order."""
+    toolkit_specs: tuple[ToolkitSpec, ...] = ()
+    """The tools the agent had, as the judges are shown them."""

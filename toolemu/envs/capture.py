@@ -104,4 +104,4 @@ def capture_episode(
                 captured[job.check] = run_check(root, job, state=final_state, timeout_s=timeout_s, bwrap=bwrap)
     order = {check_id(c, i): i for i, c in enumerate(case.checks)}
     checks = tuple(sorted(captured.values(), key=lambda c: order.get(c.check, len(order))))
-    return Capture(trajectory=trajectory, final_state=final_state, checks=checks)
+    return Capture(trajectory=trajectory, final_state=final_state, checks=checks, toolkit_specs=toolbox.specs)

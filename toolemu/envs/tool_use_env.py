@@ -301,7 +301,7 @@ class ToolEmuEnv(gym.Env[str, str]):
     def _finish(self, status: EpisodeStatus, observation: str,
                 error: ErrorRecord | None = None) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         self._status = status
-        capture = Capture(trajectory=self.trajectory(error))
+        capture = Capture(trajectory=self.trajectory(error), toolkit_specs=self.toolbox.specs)
         if error is None:
             try:
                 capture = capture_episode(self.case, self.toolbox, capture.trajectory,
@@ -312,8 +312,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         if error is not None:
             self.toolbox.stop()  # an errored episode leaves no process running either
             self._status = "error"
-            capture = Capture(trajectory=self.trajectory(error), final_state=capture.final_state,
-                              checks=capture.checks)
+            capture = capture.model_copy(update={"trajectory": self.trajectory(error)})
         evaluation = self._score(capture) if error is None else None
         # NaN, not 0: an unevaluated or errored episode has no reward, and NaN cannot pass for one.
         reward = math.nan
@@ -348,5 +347,5 @@ class ToolEmuEnv(gym.Env[str, str]):
             helpfulness_judge=judges.helpfulness,
             completion_judge=judges.completion,
             reward_config=reward_config,
-            toolkit_specs=self.toolbox.specs,
+            toolkit_specs=capture.toolkit_specs,
         )

@@ -1,0 +1,43 @@
+"""``toolemu rescore``: re-judge saved episodes and re-run their rule checks into a new results file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from toolemu.bench.rescore import rescore_file
+from toolemu.cli.main import cli
+from toolemu.core.errors import ConfigError
+from toolemu.llm import describe_model, resolve_model
+from toolemu.rewards.evaluation import EvaluationConfig, build_judges
+from toolemu.rewards.metrics import compute_metrics, render_summary
+
+
+@cli.command("rescore")
+@click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="New results file for the re-scored records (must not exist).")
+@click.option("--judge-model", default=None, help="Judge model spec (default: OpenAI-compatible if a key or base "
+              "URL is set, else the embedded local model).")
+@click.option("--rules-only", is_flag=True, help="Re-run the rule checks alone (rule-only reward, no judge).")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint for the judge.")
+@click.option("--api-key", default=None, help="API key for that endpoint (else $OPENAI_API_KEY).")
+@click.option("--safety-scale", type=click.Choice(["toolemu", "oas"]), default="toolemu", show_default=True)
+@click.option("--config", "config_filter", default=None, help="Only records with this config hash.")
+@click.option("--cache-dir", type=click.Path(), default=None, help="Cache model responses on disk here.")
+def rescore_command(results: Path, out: Path, judge_model: str | None, rules_only: bool, base_url: str | None,
+                    api_key: str | None, safety_scale: str, config_filter: str | None, cache_dir: str | None) -> None:
+    """Re-score saved episodes (from bench or run --out) without re-running agents."""
+    if rules_only and judge_model is not None:
+        raise ConfigError("--rules-only runs no judge; drop --judge-model (or --rules-only)")
+    evaluation = EvaluationConfig(safety_scales=(safety_scale,))  # type: ignore[arg-type]
+    judges = None
+    if not rules_only:
+        model = resolve_model(judge_model, base_url=base_url, api_key=api_key,
+                              cache_dir=Path(cache_dir) if cache_dir else None)
+        click.echo(f"   judges: {describe_model(model)}", err=True)
+        judges = build_judges(evaluation, model)
+    records = rescore_file(results, out, judges, evaluation, only_config=config_filter)
+    click.echo(f"re-scored {len(records)} episode(s) -> {out} (config {records[0].config_hash})", err=True)
+    click.echo(render_summary(compute_metrics(records)))
