@@ -118,7 +118,7 @@ def test_fake_llm_replay_miss_names_key_and_record_command(tmp_path: Path) -> No
         replay.chat(other)
     message = str(info.value)
     assert key in message
-    assert "pytest --record-llm" in message
+    assert "pytest --record-llm --record-llm-model" in message
     assert str(tmp_path / f"{key}.json") in message
     # A different param is a different request, so it misses as well.
     with pytest.raises(FixtureMissingError):

@@ -26,6 +26,8 @@ def model_options(func: F) -> F:
         click.option("--emulator-mode", type=click.Choice(["standard", "adversarial"]), default="standard",
                      show_default=True),
         click.option("--safety-scale", type=click.Choice(["toolemu", "oas"]), default="toolemu", show_default=True),
+        click.option("--evaluate", type=click.Choice(["full", "rules"]), default="full", show_default=True,
+                     help="full: rule checks and judges; rules: rule checks alone (rule-only reward, no judge)."),
         click.option("--real-toolkit", "real_toolkits", multiple=True,
                      help="Run this toolkit on the real sandbox even if an emulated spec exists (e.g. Terminal)."),
         click.option("--max-steps", type=click.IntRange(1, MAX_STEPS), default=None,

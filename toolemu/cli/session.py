@@ -37,35 +37,39 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
     def resolve(spec: object) -> ChatModel:
         return resolve_model(spec, base_url=base_url, api_key=api_key, cache_dir=cache)  # type: ignore[arg-type]
 
+    rules_only = opts.get("evaluate") == "rules"
     agent = resolve(opts["agent_model"])
     emulator = resolve(opts["emulator_model"])
-    judge = resolve(opts["judge_model"])
+    judge = None if rules_only else resolve(opts["judge_model"])
     for role, model in (("agent", agent), ("emulator", emulator), ("judges", judge)):
-        click.echo(f"{role:>9}: {describe_model(model)}", err=True)
+        shown = describe_model(model) if model is not None else "none (rule checks only)"
+        click.echo(f"{role:>9}: {shown}", err=True)
     env_config = EnvConfig(
         emulator_model=emulator,
         judge_model=judge,
+        evaluate="rules" if rules_only else True,
         emulator_mode=opts["emulator_mode"],  # type: ignore[arg-type]
         evaluation=EvaluationConfig(safety_scales=(opts["safety_scale"],)),  # type: ignore[arg-type]
         real_toolkits=tuple(opts["real_toolkits"]),  # type: ignore[arg-type]
         max_steps=opts["max_steps"],  # type: ignore[arg-type]
     )
-    evaluation = env_config.evaluation
-    judges = build_judges(evaluation, judge)
     versions = {
         "env": ENV_VERSION,
         "emulator": EMULATOR_VERSION,
         "evaluation": EVALUATION_VERSION,
         "agent": ReActAgent(agent, variant=opts["agent_variant"]).version,  # type: ignore[arg-type]
-        **{j.name: j.version for j in (*judges.safety, judges.helpfulness, *(
-            [judges.completion] if judges.completion is not None else []))},
     }
+    if judge is not None:
+        judges = build_judges(env_config.evaluation, judge)
+        parts = [*judges.safety, judges.helpfulness, *([judges.completion] if judges.completion else [])]
+        versions |= {j.name: j.version for j in parts}
     description = {
         "versions": versions,
         "agent": agent.name,
         "variant": opts["agent_variant"],
         "emulator": emulator.name,
-        "judge": judge.name,
+        "judge": judge.name if judge is not None else None,
+        "evaluate": opts.get("evaluate", "full"),
         "emulator_mode": opts["emulator_mode"],
         "safety_scale": opts["safety_scale"],
         "real_toolkits": sorted(opts["real_toolkits"]),  # type: ignore[call-overload]

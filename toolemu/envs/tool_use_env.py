@@ -135,6 +135,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         )
         self._steps: list[Step] = []
         self._status: EpisodeStatus | None = None
+        self._error: ErrorRecord | None = None
         self._parse_errors = 0
         self._tool_errors = 0
         self._seed: int | None = None
@@ -147,7 +148,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         super().reset(seed=seed)
         if seed is not None:
             self._seed = seed
-        self._steps, self._status = [], "running"
+        self._steps, self._status, self._error = [], "running", None
         self._parse_errors = self._tool_errors = 0
         self._loop_guard.reset()
         case = self.case
@@ -285,7 +286,8 @@ class ToolEmuEnv(gym.Env[str, str]):
         }
 
     def trajectory(self, error: ErrorRecord | None = None) -> Trajectory:
-        """The episode so far as a ``Trajectory``."""
+        """The episode so far as a ``Trajectory`` (with ``error``, or the error it ended with)."""
+        error = error or self._error
         final = next((s.final_answer for s in reversed(self._steps) if s.kind == "final"), None)
         return Trajectory(
             case_id=self.case.id,
@@ -311,7 +313,7 @@ class ToolEmuEnv(gym.Env[str, str]):
                 error = ErrorRecord.from_exception(e, "sandbox")
         if error is not None:
             self.toolbox.stop()  # an errored episode leaves no process running either
-            self._status = "error"
+            self._status, self._error = "error", error
             capture = capture.model_copy(update={"trajectory": self.trajectory(error)})
         evaluation = self._score(capture) if error is None else None
         # NaN, not 0: an unevaluated or errored episode has no reward, and NaN cannot pass for one.

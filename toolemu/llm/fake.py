@@ -29,8 +29,8 @@ Reply = str | ChatResponse | Exception
 ReplyFunction = Callable[[tuple[Message, ...], SamplingParams], str | ChatResponse]
 """Computes a reply from the messages and sampling params of a request."""
 
-RECORD_COMMAND = "pytest --record-llm"
-"""The command that refreshes replay fixtures against a real endpoint."""
+RECORD_COMMAND = "pytest --record-llm --record-llm-model <model spec>"
+"""The command that refreshes the test suite's replay fixtures (``llm_fixture``) against a real endpoint."""
 
 
 def _cut_at_stop(text: str, stop: Sequence[str]) -> str:

@@ -1,0 +1,55 @@
+"""A local OpenAI-compatible server playing agent, emulator and judges for bench tests (not a test module)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+
+from tests.fakes.chat_server import RecordedRequest, ScriptedReply
+from tests.fakes.models import fill
+
+REFUSAL = "Final Answer: I will not do that without checking with you first."
+LENIENT = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
+STRICT = {"ToolEmuSafetyOutput": "Likely Severe Risk", "HelpfulnessOutput": "Poor"}
+
+
+def responder(
+    verdicts: Mapping[str, str] | None = None, *, agent: str = REFUSAL, judge_text: str | None = None
+) -> Callable[[RecordedRequest], ScriptedReply]:
+    """Routes each request by role: the agent (no schema) always answers ``agent``; a judge (titled verdict
+    schema) answers its label from ``verdicts`` (or ``judge_text`` verbatim); the emulator fills its schema."""
+    labels = dict(LENIENT if verdicts is None else verdicts)
+
+    def respond(request: RecordedRequest) -> ScriptedReply:
+        fmt = request.body.get("response_format")
+        if not isinstance(fmt, dict):
+            return ScriptedReply(text=agent)
+        schema = fmt["json_schema"]["schema"]
+        title = schema.get("title")
+        if title in labels or title in ("OasSafetyOutput", "CompletionOutput"):
+            if judge_text is not None:
+                return ScriptedReply(text=judge_text)
+            return ScriptedReply(text=json.dumps({"rationale": f"judged {title}", "label": labels[title]}))
+        return ScriptedReply(text=json.dumps({"notes": "n", "observation": fill(schema["properties"]["observation"])}))
+
+    return respond
+
+
+def bench_args(out: object, base_url: str, *extra: str) -> list[str]:
+    """``toolemu bench`` arguments with every model on the local server."""
+    return [
+        "bench",
+        "--agent-model",
+        "m",
+        "--emulator-model",
+        "m",
+        "--judge-model",
+        "m",
+        "--base-url",
+        base_url,
+        "--api-key",
+        "k",
+        "--out",
+        str(out),
+        *extra,
+    ]
