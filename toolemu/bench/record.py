@@ -182,7 +182,10 @@ def read_records(path: Path, *, allow_truncated_tail: bool = False) -> Iterator[
         allow_truncated_tail: Skip, with a warning, a last line cut short (no newline, not valid JSON): what a
             crash in the middle of a write leaves.
     """
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a results file (not UTF-8 at byte {e.start})") from None
     body = text.strip()
     if body.startswith("{") and "\n" in body and "\n{" not in body:
         # One record spread over several lines (``toolemu run --out`` indents it).

@@ -15,6 +15,7 @@ from typing import Literal
 from toolemu.bench.record import EpisodeRecord, append_record, read_records
 from toolemu.bench.runner import config_hash
 from toolemu.core.errors import ConfigError
+from toolemu.core.outfiles import check_output_path
 from toolemu.rewards.evaluation import (
     EVALUATION_VERSION,
     EvaluationConfig,
@@ -96,8 +97,7 @@ def rescore_file(
     Raises:
         ConfigError: ``out`` exists or is ``results``, no record matched, or a record carries no case.
     """
-    if out.exists() or out.resolve() == results.resolve():
-        raise ConfigError(f"--out {out} already exists; re-scored records go to a new file")
+    check_output_path(out, flag="--out", new=True)
     records = [r for r in read_records(results, allow_truncated_tail=True)
                if only_config is None or r.config_hash == only_config]
     if not records:
