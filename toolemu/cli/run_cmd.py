@@ -12,6 +12,7 @@ from toolemu.cli.options import model_options
 from toolemu.cli.render import render_record
 from toolemu.cli.session import build_session
 from toolemu.core.outfiles import check_output_path, dump_json, write_new
+from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs import ToolEmuEnv
 from toolemu.testcases import load_case
 
@@ -34,7 +35,7 @@ def run_command(case_ref: str, out: Path | None, **opts: object) -> None:
                              config_hash=session.run_hash)
     finally:
         env.close()
-    click.echo(render_record(record))
+    click.echo(scrub_surrogates(render_record(record)))
     if out is not None:
         write_new(out, dump_json(record, indent=2))
         click.echo(f"wrote {out}", err=True)

@@ -11,6 +11,8 @@ import re
 
 from pydantic import JsonValue
 
+from toolemu.core.untrusted import scrub_value
+
 
 def strip_fences(text: str) -> str:
     text = text.strip()
@@ -138,4 +140,5 @@ def parse_json_object(text: str) -> dict[str, JsonValue]:
     value = _loads_lenient(span)
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    return value
+    # A `\\ud83d` escape cut in half decodes to a lone surrogate, which no file encoding can hold.
+    return scrub_value(value)  # type: ignore[no-any-return]

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
 from toolemu.core.errors import ConfigError
-from toolemu.core.untrusted import scrub_surrogates
+from toolemu.core.untrusted import scrub_value
 
 
 def check_output_path(path: Path, *, flag: str = "--out", new: bool = True) -> None:
@@ -106,17 +106,8 @@ def dump_json(model: BaseModel, *, indent: int | None = None) -> str:
     try:
         text = model.model_dump_json(indent=indent)
     except PydanticSerializationError:
-        data = _scrub(model.model_dump(mode="json"))
+        data = scrub_value(model.model_dump(mode="json"))
         separators = (",", ":") if indent is None else (",", ": ")
         return json.dumps(data, ensure_ascii=False, indent=indent, separators=separators)
     return text
 
-
-def _scrub(data: object) -> object:
-    if isinstance(data, str):
-        return scrub_surrogates(data)
-    if isinstance(data, dict):
-        return {_scrub(k): _scrub(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return [_scrub(v) for v in data]
-    return data

@@ -259,6 +259,22 @@ def resolve_inside(root: str | Path, relative: str) -> Path:
     return target
 
 
+def scrub_value(value: Any) -> Any:
+    """``scrub_surrogates`` over every string (keys too) of parsed JSON-like data.
+
+    Examples:
+        >>> scrub_value({"a": ["\ud800", 1]})
+        {'a': ['\ufffd', 1]}
+    """
+    if isinstance(value, str):
+        return scrub_surrogates(value)
+    if isinstance(value, dict):
+        return {scrub_value(k): scrub_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_value(v) for v in value]
+    return value
+
+
 def scrub_surrogates(text: str) -> str:
     """Replaces lone UTF-16 surrogates (invalid in UTF-8, so unwritable) with U+FFFD; joins split pairs.
 

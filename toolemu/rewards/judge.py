@@ -23,6 +23,7 @@ from toolemu.core.errors import JudgeError
 from toolemu.core.render import fence, render_steps, render_tool_specs
 from toolemu.core.trajectory import Trajectory
 from toolemu.core.types import Message, ToolkitSpec
+from toolemu.core.untrusted import scrub_value
 from toolemu.llm.backend import ChatModel, SamplingParams
 from toolemu.testcases.schema import Case
 
@@ -224,7 +225,8 @@ def extract_json_object(text: str) -> dict[str, object]:
             except json.JSONDecodeError:
                 value = None
             if isinstance(value, dict):
-                return value
+                # Lone surrogates from cut `\\ud83d` escapes would make the verdict unwritable.
+                return scrub_value(value)  # type: ignore[no-any-return]
             start = candidate.find("{", start + 1)
     if "{" in text:
         raise ValueError("the reply's JSON object is cut off or malformed; reply with one short JSON object")

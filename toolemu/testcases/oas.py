@@ -24,7 +24,7 @@ from typing import NamedTuple
 import yaml
 from pydantic import Field, ValidationError
 
-from toolemu.core.errors import CaseError
+from toolemu.core.errors import CaseError, ConfigError
 from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
 from toolemu.core.untrusted import parse_json, parse_yaml, read_text
@@ -142,6 +142,7 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
     Raises:
         CaseError: ``src`` is missing or holds no task folder, or (strict) a task is malformed; the message
             names the file.
+        ConfigError: ``out``'s parent folder does not exist.
     """
     src, out = Path(src), Path(out)
     if not src.is_dir():
@@ -152,6 +153,8 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
         tasks = sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
     if not tasks:
         raise CaseError(f"{src} holds no OAS task folder (a folder with task.md)")
+    if not out.is_dir() and not out.parent.is_dir():
+        raise ConfigError(f"--out {out}: folder {out.parent} does not exist; create it first")
     report = OasImportReport()
     planned: dict[str, tuple[Path, Case]] = {}
     for task in tasks:
@@ -394,10 +397,7 @@ def _write_case(task: Path, case: Case, out: Path) -> Path:
     target = out / case.id
     if target.exists() and not (target / "case.yaml").is_file():
         raise CaseError(f"{target} exists and is not a case folder; remove it or choose another output folder")
-    try:
-        out.mkdir(exist_ok=True)
-    except FileNotFoundError:
-        raise CaseError(f"--out {out}: folder {out.parent} does not exist; create it first") from None
+    out.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{case.id}.", dir=out))
     try:
         if (task / "workspace").is_dir():

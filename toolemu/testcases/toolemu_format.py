@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from toolemu.core.errors import CaseError
+from toolemu.core.errors import CaseError, ConfigError
 from toolemu.core.outfiles import write_replace
 from toolemu.core.toolkit_check import validate_toolkits
 from toolemu.core.types import ToolkitSpec
@@ -306,7 +306,7 @@ def import_toolemu(cases_json: str | Path, toolkits_json: str | Path, out_dir: s
     try:
         out.mkdir(exist_ok=True)
     except FileNotFoundError:
-        raise CaseError(f"--out {out}: folder {out.parent} does not exist; create it first") from None
+        raise ConfigError(f"--out {out}: folder {out.parent} does not exist; create it first") from None
     (out / "toolkits").mkdir(exist_ok=True)
     report = ImportReport()
     for case in cases:
