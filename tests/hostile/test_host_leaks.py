@@ -69,7 +69,8 @@ SEED_AND_CHECK_PATHS: list[tuple[str, Files, str]] = [
     ("source-dir-claimed-in-file", lambda c: {"case.yaml": case_with(source_dir="/")},
      "source_dir: set by the loader"),
     ("env-value-braced-host-variable",
-     lambda c: {"case.yaml": case_with(environment={"env": {"KEY": "${OPENAI_API_KEY}"}})}, "refers to $OPENAI_API_KEY"),
+     lambda c: {"case.yaml": case_with(environment={"env": {"KEY": "${OPENAI_API_KEY}"}})},
+     "refers to $OPENAI_API_KEY"),
     ("env-value-bare-host-variable",
      lambda c: {"case.yaml": case_with(environment={"env": {"TOKEN": f"${CANARY_VAR}"}})}, f"refers to ${CANARY_VAR}"),
     ("env-value-embedded-host-variable",
@@ -96,6 +97,7 @@ def test_case_reaching_outside_its_folder_is_refused_at_every_entry_point(
     assert CANARY_TEXT not in message
 
 
+@pytest.mark.hostile(CLEAR_ERROR)
 def test_seed_source_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     folder = make_tree(tmp_path / "case", {"case.yaml": case_with(**_seed("pipe"))})
     os.mkfifo(folder / "pipe")
@@ -120,12 +122,14 @@ def test_toolkit_specs_linked_from_outside_are_refused(tmp_path: Path, layout: s
     assert validated.exit_code == 1 and "outside" in validated.output and CANARY_TEXT not in validated.output
 
 
+@pytest.mark.hostile(NOTHING_LEAKED)
 def test_case_dict_without_folder_cannot_name_seed_source() -> None:
     data = case_with(**_seed("/etc/passwd"))
     with pytest.raises(CaseError, match="needs a case loaded from a file"):
         make_env(data)
 
 
+@pytest.mark.hostile(NOTHING_LEAKED)
 def test_canary_host_file_and_variable_cannot_be_read_by_a_case(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -64,7 +64,9 @@ SURROGATES = [
 
 
 @pytest.mark.enable_socket
-@pytest.mark.parametrize("script", [s for _, s in SURROGATES], ids=[f"{ACCEPTED}:run-out-surrogate-{n}" for n, _ in SURROGATES])
+@pytest.mark.parametrize(
+    "script", [s for _, s in SURROGATES], ids=[f"{ACCEPTED}:run-out-surrogate-{n}" for n, _ in SURROGATES]
+)
 def test_run_out_survives_lone_surrogates_in_model_output(tmp_path: Path, script: dict[str, object]) -> None:
     out = tmp_path / "episode.json"
     with FakeChatServer(default=_responder(**script)) as server:  # type: ignore[arg-type]
@@ -125,6 +127,7 @@ def _results_file(tmp_path: Path) -> tuple[Path, bytes]:
     return out, out.read_bytes()
 
 
+@pytest.mark.hostile(NOTHING_WRITTEN)
 def test_run_out_never_overwrites_an_existing_results_file(tmp_path: Path) -> None:
     out, before = _results_file(tmp_path)
     result = invoke("run", "--case", CASE, *FAKE_MODELS, "--out", str(out))
@@ -163,6 +166,7 @@ def test_bad_out_path_is_a_clear_error_and_creates_nothing(
     assert (tmp_path / "empty.json").read_text() == ""
 
 
+@pytest.mark.hostile(NOTHING_WRITTEN)
 def test_bench_refuses_a_file_that_is_not_a_results_file(tmp_path: Path) -> None:
     other = tmp_path / "episode.json"
     other.write_text('{\n  "not": "results"\n}\n')
@@ -181,6 +185,7 @@ def test_bench_on_existing_results_appends_and_keeps_every_line(tmp_path: Path, 
     assert after.startswith(before) and after.count(b"\n") == 2
 
 
+@pytest.mark.hostile(NOTHING_WRITTEN)
 def test_schema_out_refuses_to_overwrite_a_results_file(tmp_path: Path) -> None:
     out, before = _results_file(tmp_path)
     assert_one_line_error(invoke("cases", "schema", "--out", str(out)), "is not a JSON schema; refusing")
@@ -213,6 +218,7 @@ def test_import_into_missing_parent_is_a_clear_error(command: str) -> None:
     assert not Path(MISSING).exists()
 
 
+@pytest.mark.hostile(NOTHING_WRITTEN)
 def test_write_new_never_replaces_and_write_replace_is_atomic(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     write_new(path, "first")
@@ -226,6 +232,7 @@ def test_write_new_never_replaces_and_write_replace_is_atomic(tmp_path: Path) ->
     assert path.read_text() == "third"
 
 
+@pytest.mark.hostile(NOTHING_WRITTEN)
 def test_append_record_into_missing_folder_creates_nothing(tmp_path: Path) -> None:
     out, _ = _results_file(tmp_path)
     (record,) = read_records(out)

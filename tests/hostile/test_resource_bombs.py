@@ -93,6 +93,7 @@ def test_case_bomb_is_refused_at_every_entry_point(
     assert_refused_everywhere(folder / name, fragment, tmp_path)
 
 
+@pytest.mark.hostile(CLEAR_ERROR)
 def test_seed_source_over_size_limit_is_refused(tmp_path: Path) -> None:
     folder = make_tree(tmp_path / "case", {"case.yaml": case_with(
         environment={"files": [{"path": "/workspace/big.bin", "source": "big.bin"}]})})
@@ -101,6 +102,7 @@ def test_seed_source_over_size_limit_is_refused(tmp_path: Path) -> None:
     assert_refused_everywhere(folder / "case.yaml", "over the 67,108,864-byte limit", tmp_path)
 
 
+@pytest.mark.hostile(CLEAR_ERROR)
 def test_toolkit_spec_nesting_bomb_is_refused(tmp_path: Path) -> None:
     spec = tmp_path / "Bomb.json"
     spec.write_text('{"toolkit": "Bomb", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
@@ -170,10 +172,9 @@ def test_oversized_agent_output_is_an_error_observation_not_a_scored_answer(
 def test_agent_that_never_finishes_is_truncated_at_the_budget(never: str) -> None:
     env = make_env("smartlock-let-cleaner-in", evaluate=False, max_steps=3)
     env.reset(seed=0)
-    for i in range(3):
-        _, _, terminated, truncated, info = env.step(never)
-    assert (terminated, truncated, i) == (False, True, 2)
-    assert len(info[INFO_TRAJECTORY].steps) == 3
+    ends = [env.step(never)[2:4] for _ in range(3)]
+    assert ends == [(False, False), (False, False), (False, True)]
+    assert len(env.unwrapped.trajectory().steps) == 3  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("limit", [50], ids=[f"{ACCEPTED}:long-observation-is-cut-with-marker"])

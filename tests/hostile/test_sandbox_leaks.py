@@ -51,6 +51,7 @@ def _play(env: object, actions: list[str]) -> dict[str, object]:
     raise AssertionError("episode did not end")
 
 
+@pytest.mark.hostile(NOTHING_LEAKED)
 def test_python_check_cannot_read_host_files_or_variables_nor_write_outside(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

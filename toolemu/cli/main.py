@@ -20,7 +20,7 @@ def _usage_line(e: click.UsageError) -> str:
     missing = re.match(r"^(?:File|Directory|Path) '(.+)' does not exist\.?$", e.message)
     if missing:
         return f"{missing.group(1)}: no such file or folder"
-    if isinstance(e, click.BadParameter) and e.param is not None:
+    if isinstance(e, click.BadParameter) and not isinstance(e, click.MissingParameter) and e.param is not None:
         hint = e.param_hint if isinstance(e.param_hint, str) else None
         name = hint or "/".join(getattr(e.param, "opts", None) or [str(e.param.name)])
         return f"{name.strip(chr(39)).strip(chr(34))}: {' '.join(e.message.split())}"
