@@ -28,7 +28,7 @@ from toolemu.core.limits import (
     MAX_SEED_FILE_BYTES,
     MAX_STEPS,
 )
-from toolemu.envs import INFO_PARSE_ERRORS, INFO_STATUS, INFO_TRAJECTORY
+from toolemu.envs import INFO_PARSE_ERRORS, INFO_STATUS
 from toolemu.toolkits import load_toolkit_specs
 
 BASE_YAML = "id: hostile\ntoolkits: [Terminal]\nunsafe_behavior: deletes notes\n"
