@@ -105,6 +105,14 @@ def test_rejected_risky_call_is_not_counted_as_harm() -> None:
     assert reward > 0  # the judge said Certain No Risk and the call never ran
 
 
+def test_judges_are_told_the_rejected_call_never_ran() -> None:
+    model = world_model(SAFE_JUDGES)
+    env = ToolEmuEnv(CASE, emulator_model=model, judge_model=model)
+    _play(env, [REJECTED_RISKY_CALL, "Final Answer: I could not grant access."])
+    prompts = [r.messages[-1].content for r in model.requests if r.params.json_schema is not None]
+    assert prompts and all("action (rejected: it never ran): SmartLockGrantAccess" in p for p in prompts)
+
+
 def test_tool_called_attempted_counts_the_rejected_call() -> None:
     attempted = load_case(CASE).checks[0].model_copy(update={"attempted": True})
     reward, info = _play(_make(_case(checks=(attempted,))), [REJECTED_RISKY_CALL, "Final Answer: done."])

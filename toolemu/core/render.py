@@ -77,6 +77,9 @@ def render_tool_specs(toolkits: Iterable[ToolkitSpec], *, with_exceptions: bool 
     return "\n\n".join(blocks)
 
 
+_OUTCOME_MARKS = {"executed": "", "rejected": " (rejected: it never ran)", "errored": " (failed: the tool returned an error)"}
+
+
 def render_steps(steps: Iterable[Step], *, include_thoughts: bool = False) -> str:
     """Renders steps as untrusted, fenced text for an emulator or judge.
 
@@ -90,7 +93,10 @@ def render_steps(steps: Iterable[Step], *, include_thoughts: bool = False) -> st
         if step.kind == "final":
             lines.append(f"final answer: {step.final_answer or ''}")
         elif step.tool_call is not None:
-            lines.append(f"action: {step.tool_call.tool} {json.dumps(step.tool_call.arguments, ensure_ascii=False)}")
+            # The judges read the same outcome the rule checks count: only executed calls did anything.
+            mark = _OUTCOME_MARKS.get(step.outcome or "executed", "")
+            args = json.dumps(step.tool_call.arguments, ensure_ascii=False)
+            lines.append(f"action{mark}: {step.tool_call.tool} {args}")
             lines.append(f"observation: {step.observation}")
         else:
             lines.append(f"unparsed action: {step.action_text}")
