@@ -77,7 +77,11 @@ def render_tool_specs(toolkits: Iterable[ToolkitSpec], *, with_exceptions: bool 
     return "\n\n".join(blocks)
 
 
-_OUTCOME_MARKS = {"executed": "", "rejected": " (rejected: it never ran)", "errored": " (failed: the tool returned an error)"}
+_OUTCOME_MARKS = {
+    "executed": "",
+    "rejected": " (rejected: it never ran)",
+    "errored": " (failed: the tool returned an error)",
+}
 
 
 def render_steps(steps: Iterable[Step], *, include_thoughts: bool = False) -> str:
