@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from toolemu.core.capture import Capture, CapturedCheck
-from toolemu.core.trajectory import FinalState, Trajectory
+from toolemu.core.trajectory import FinalState, NpcMessage, Trajectory
 from toolemu.rewards.oas_trajectory import render_oas_blocks
 from toolemu.rewards.rules import check_id
 from toolemu.testcases.schema import Case, FileContainsCheck, PythonCheck
@@ -73,7 +73,8 @@ def _check_root(toolbox: ToolBox, needed: bool) -> Iterator[Path | None]:
 
 
 def capture_episode(
-    case: Case, toolbox: ToolBox, trajectory: Trajectory, *, run_checks: bool, timeout_s: float
+    case: Case, toolbox: ToolBox, trajectory: Trajectory, *, run_checks: bool, timeout_s: float,
+    messages: Sequence[NpcMessage] = (),
 ) -> Capture:
     """Runs the capture phase (see the module docstring) and returns the episode's ``Capture``.
 
@@ -83,6 +84,8 @@ def capture_episode(
         trajectory: The finished trajectory.
         run_checks: Run the checks that need the sandbox (off when the env does not evaluate).
         timeout_s: Wall-clock limit of each check.
+        messages: The episode's NPC conversation, when it happened outside the env's tools (a replayed log's
+            recorded chat); it goes into the final state and to the OAS evaluators.
 
     Raises:
         SandboxError: the sandbox cannot run a check or take the snapshot.
@@ -91,11 +94,13 @@ def capture_episode(
     bwrap = toolbox.sandbox.config.bwrap_path if toolbox.sandbox is not None else None
     captured: dict[str, CapturedCheck] = {}
     with _check_root(toolbox, needed=bool(jobs) or (run_checks and toolbox.sandbox is not None)) as root:
-        messages = ()  # NPC chat is not implemented; cases with NPCs are refused when the env is made
+        # NPC chat is not a tool yet (cases with NPCs are refused when the env is made); a replayed log brings
+        # its recorded conversation instead.
+        chat = [m.model_dump() for m in messages]
         if root is not None:
             blocks = render_oas_blocks(trajectory, messages)
             for job in (j for j in jobs if j.runner == "oas"):
-                captured[job.check] = run_check(root, job, trajectory=blocks, chat=(), timeout_s=timeout_s,
+                captured[job.check] = run_check(root, job, trajectory=blocks, chat=chat, timeout_s=timeout_s,
                                                 bwrap=bwrap)
         final_state = toolbox.final_state(messages)
         if root is not None and run_checks:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from typing import Any, SupportsFloat
@@ -26,7 +27,7 @@ from toolemu.core.errors import (
     ToolCallError,
 )
 from toolemu.core.render import render_tool_specs
-from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, Step, Trajectory
+from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, NpcMessage, Step, Trajectory
 from toolemu.core.types import EmulationContext
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs.action import action_text, parse_action
@@ -139,6 +140,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         self._parse_errors = 0
         self._tool_errors = 0
         self._seed: int | None = None
+        self._npc_messages: list[NpcMessage] = []
         self._loop_guard = LoopGuard(self.config.loop_guard)
 
     # -- Gymnasium API -------------------------------------------------------------------------------------
@@ -149,6 +151,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         if seed is not None:
             self._seed = seed
         self._steps, self._status, self._error = [], "running", None
+        self._npc_messages = []
         self._parse_errors = self._tool_errors = 0
         self._loop_guard.reset()
         case = self.case
@@ -222,6 +225,18 @@ class ToolEmuEnv(gym.Env[str, str]):
                                 tool_call=call, outcome="executed", observation=observation,
                                 hidden_notes=result.hidden_notes))
         return self._after_step(observation)
+
+    def record_npc_messages(self, messages: Sequence[NpcMessage]) -> None:
+        """Adds NPC messages exchanged outside the env's tools (a replayed log's recorded conversation).
+
+        They join the episode's final state and the OAS evaluators' chat history, in order.
+
+        Raises:
+            EnvStateError: no episode is running.
+        """
+        if self._status != "running":
+            raise EnvStateError(f"record_npc_messages() needs a running episode (status {self._status})")
+        self._npc_messages.extend(messages)
 
     def abort(self, error: ErrorRecord) -> dict[str, Any]:
         """Ends the running episode in error (the agent failed outside the env): stops the sandbox's processes.
@@ -308,7 +323,8 @@ class ToolEmuEnv(gym.Env[str, str]):
             try:
                 capture = capture_episode(self.case, self.toolbox, capture.trajectory,
                                           run_checks=self.config.evaluate is not False,
-                                          timeout_s=self.config.check_timeout_s)
+                                          timeout_s=self.config.check_timeout_s,
+                                          messages=self._npc_messages)
             except InfraError as e:
                 error = ErrorRecord.from_exception(e, "sandbox")
         if error is not None:

@@ -1,0 +1,299 @@
+"""Reads an OpenHands event log (the runs OpenAgentSafety released) into replayable actions.
+
+An OpenHands log is a JSON list of events. Actions (``"action"``) come from the user, the agent or the
+environment; observations (``"observation"``) answer an action through ``cause`` (the action's ``id``). The agent
+actions we replay: ``run`` (a shell command), ``run_ipython`` (a Python cell), ``edit`` (the file editor:
+``create``, ``str_replace``, ``insert``, ``undo_edit``, or an LLM edit of a line range), ``read`` (the editor's
+``view``), ``chat`` (a message to a coworker, answered in the log) and ``message`` / ``finish`` (what the agent
+tells the user). Everything else (``recall``, ``think``, ``browse``, ``system``, condensation, state changes,
+user messages) is skipped with a note.
+
+Real logs are messy: fields go missing, ``args`` is sometimes a JSON or Python-literal string, outputs run to
+megabytes, and bytes are not always UTF-8. The reader never crashes on such data: it keeps what it can use and
+says what it dropped (``OpenHandsLog.notes``); only a file that is not JSON at all is a ``CaseError``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from toolemu.core.errors import CaseError
+from toolemu.core.types import Frozen
+from toolemu.core.untrusted import scrub_surrogates
+
+MAX_LOG_BYTES = 256 * 1024 * 1024
+"""Largest log read."""
+MAX_OBSERVATION_CHARS = 100_000
+"""Recorded observations are kept up to this length (head and tail around a marker)."""
+MAX_ACTION_CHARS = 1_000_000
+"""A command, cell or file text longer than this is not replayed (noted)."""
+
+ActionKind = Literal["command", "python", "edit", "view", "chat", "message", "finish"]
+EditCommand = Literal["create", "str_replace", "insert", "undo_edit", "view", "llm_edit"]
+
+_SKIPPED_ACTIONS = frozenset({
+    "recall", "think", "system", "browse", "browse_interactive", "change_agent_state", "condensation",
+    "condensation_request", "delegate", "null", "mcp", "reject", "push", "send_pr",
+})
+
+
+class EditorArgs(Frozen):
+    """One call of the OpenHands file editor (``str_replace_editor`` / ``oh_aci``)."""
+
+    command: EditCommand
+    """What to do; ``llm_edit`` replaces the lines ``start``..``end`` with ``content``."""
+    path: str
+    """The file (absolute inside the sandbox)."""
+    file_text: str | None = None
+    """``create``: the new file's text."""
+    old_str: str | None = None
+    """``str_replace``: the text to replace (must occur exactly once)."""
+    new_str: str | None = None
+    """``str_replace`` / ``insert``: the replacement or inserted text."""
+    insert_line: int | None = None
+    """``insert``: insert after this line (0 = at the top)."""
+    view_range: tuple[int, int] | None = None
+    """``view``: the lines to show (``end`` -1 = to the end)."""
+    content: str | None = None
+    """``llm_edit``: the new text of the line range."""
+    start: int = 1
+    """``llm_edit``: first line replaced (1-based)."""
+    end: int = -1
+    """``llm_edit``: last line replaced (-1 = the last line)."""
+
+
+class LogAction(Frozen):
+    """One agent action of the log, with what the log recorded as its result."""
+
+    event_id: str
+    """The event's ``id`` (its position when it has none)."""
+    kind: ActionKind
+    """What the agent did."""
+    text: str = ""
+    """``command``: the command line; ``python``: the cell; ``chat`` / ``message`` / ``finish``: the text."""
+    editor: EditorArgs | None = None
+    """``edit`` / ``view``: the editor call."""
+    npc: str | None = None
+    """``chat``: who the message went to."""
+    observation: str | None = None
+    """What the log recorded as the result (bounded), when an observation answered this action."""
+    reply: str | None = None
+    """``chat``: the coworker's recorded answer."""
+    replier: str | None = None
+    """``chat``: who answered (the log's ``npc_name`` of the observation)."""
+
+
+class OpenHandsLog(Frozen):
+    """A parsed OpenHands event log."""
+
+    path: str
+    """Where it was read from."""
+    text: str
+    """The log's JSON text, as an OAS evaluator read it (it greps this string)."""
+    actions: tuple[LogAction, ...] = ()
+    """The agent's actions, in order."""
+    notes: tuple[str, ...] = Field(default_factory=tuple)
+    """What the reader skipped or repaired, one line each."""
+
+    @property
+    def final_answer(self) -> str | None:
+        """What the agent finally told the user: its ``message`` texts and the ``finish`` text, in order."""
+        said = [a.text for a in self.actions if a.kind in ("message", "finish") and a.text.strip()]
+        return "\n\n".join(said) if said else None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the agent ended the run itself (a ``finish`` action)."""
+        return any(a.kind == "finish" for a in self.actions)
+
+
+def load_openhands_log(path: str | Path) -> OpenHandsLog:
+    """Reads an OpenHands event log (see the module docstring for what is kept and what is skipped).
+
+    Raises:
+        CaseError: The file is missing, larger than ``MAX_LOG_BYTES``, not JSON, or holds no list of events.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_LOG_BYTES:
+            raise CaseError(f"{path}: OpenHands log of {size} bytes is over the {MAX_LOG_BYTES}-byte limit")
+        data = path.read_bytes()
+    except OSError as e:
+        raise CaseError(f"{path}: cannot read the OpenHands log: {e.strerror or e}") from None
+    notes: list[str] = []
+    text = data.decode("utf-8", "replace")
+    if "\ufffd" in text and b"\xef\xbf\xbd" not in data:
+        notes.append(f"bytes that are not UTF-8 were replaced by U+FFFD ({text.count(chr(0xFFFD))} characters)")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        where = f"line {e.lineno} column {e.colno}"
+        raise CaseError(f"{path}: not an OpenHands log: invalid JSON at {where}: {e.msg}") from None
+    events = _events(raw)
+    if events is None:
+        raise CaseError(
+            f"{path}: not an OpenHands log: expected a JSON list of events (or an object with `history`), "
+            f"got {type(raw).__name__}"
+        )
+    return OpenHandsLog(path=str(path), text=scrub_surrogates(text), actions=_actions(events, notes),
+                        notes=tuple(notes))
+
+
+def _events(raw: object) -> list[object] | None:
+    if isinstance(raw, list):
+        return raw
+    if isinstance(raw, dict):
+        for key in ("history", "events", "trajectory"):
+            if isinstance(raw.get(key), list):
+                return list(raw[key])
+    return None
+
+
+def _mapping(value: object) -> dict[str, object]:
+    """``args``/``extras`` as a dict: a dict, or a JSON or Python-literal string of one; else empty."""
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, str) and value.strip().startswith("{"):
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                parsed = parse(value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+            if isinstance(parsed, Mapping):
+                return {str(k): v for k, v in parsed.items()}
+    return {}
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    return scrub_surrogates(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_OBSERVATION_CHARS:
+        return text
+    half = MAX_OBSERVATION_CHARS // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+
+
+def _int(value: object, default: int | None = None) -> int | None:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return default
+
+
+def _actions(events: list[object], notes: list[str]) -> tuple[LogAction, ...]:
+    answers: dict[str, dict[str, object]] = {}
+    for event in events:
+        if isinstance(event, dict) and "observation" in event and event.get("cause") is not None:
+            answers.setdefault(str(event["cause"]), event)
+    actions: list[LogAction] = []
+    skipped: dict[str, int] = {}
+    for position, event in enumerate(events):
+        if not isinstance(event, dict):
+            skipped["non-object event"] = skipped.get("non-object event", 0) + 1
+            continue
+        kind = event.get("action")
+        if not isinstance(kind, str):
+            continue  # an observation (or an event without a kind); observations are read through `cause`
+        event_id = str(event.get("id", position))
+        if event.get("source") != "agent":
+            what = f"{event.get('source') or 'unknown-source'} {kind}"
+            skipped[what] = skipped.get(what, 0) + 1
+            continue
+        answer = answers.get(event_id)
+        action = _action(event_id, kind, _mapping(event.get("args")), answer, event, notes)
+        if action is None:
+            skipped[f"agent {kind}"] = skipped.get(f"agent {kind}", 0) + 1
+        else:
+            actions.append(action)
+    notes.extend(f"skipped {n} {what} event(s)" for what, n in sorted(skipped.items()))
+    return tuple(actions)
+
+
+def _action(event_id: str, kind: str, args: dict[str, object], answer: dict[str, object] | None,
+            event: dict[str, object], notes: list[str]) -> LogAction | None:
+    observation = _bounded(_text(answer.get("content"))) if answer is not None else None
+    where = f"event {event_id} ({kind})"
+    if kind in _SKIPPED_ACTIONS:
+        return None
+    if kind in ("run", "run_ipython"):
+        text = _text(args.get("command" if kind == "run" else "code"))
+        if not text.strip():
+            notes.append(f"{where}: no command to run; skipped")
+            return None
+        if len(text) > MAX_ACTION_CHARS:
+            notes.append(f"{where}: {len(text)}-character input is over the replay limit; skipped")
+            return None
+        if kind == "run" and args.get("is_input") in (True, "true", "True"):
+            notes.append(f"{where}: input to a running command ({text[:40]!r}) cannot be replayed; skipped")
+            return None
+        return LogAction(event_id=event_id, kind="command" if kind == "run" else "python", text=text,
+                         observation=observation)
+    if kind in ("edit", "read"):
+        editor = _editor(kind, args, notes, where)
+        if editor is None:
+            return None
+        return LogAction(event_id=event_id, kind="view" if editor.command == "view" else "edit", editor=editor,
+                         observation=observation)
+    if kind == "chat":
+        extras = _mapping(answer.get("extras")) if answer is not None else {}
+        replier = extras.get("npc_name")
+        return LogAction(event_id=event_id, kind="chat", text=_text(args.get("content")),
+                         npc=_text(args.get("npc_name")) or None, observation=observation,
+                         reply=observation, replier=_text(replier) or None)
+    if kind == "message":
+        return LogAction(event_id=event_id, kind="message", text=_text(args.get("content") or event.get("message")))
+    if kind == "finish":
+        parts = [_text(args.get("thought")), _text(args.get("final_thought"))]
+        text = "\n\n".join(p for p in parts if p.strip()) or _text(event.get("message"))
+        return LogAction(event_id=event_id, kind="finish", text=text)
+    notes.append(f"{where}: unknown action kind; skipped")
+    return None
+
+
+def _editor(kind: str, args: dict[str, object], notes: list[str], where: str) -> EditorArgs | None:
+    path = _text(args.get("path"))
+    if not path:
+        notes.append(f"{where}: no path; skipped")
+        return None
+    if kind == "read":
+        command = "view"
+    else:
+        command = _text(args.get("command"))
+        if not command:
+            # OpenHands' LLM-based edit: `content` replaces lines start..end.
+            if args.get("content") is None:
+                notes.append(f"{where}: edit without command or content; skipped")
+                return None
+            command = "llm_edit"
+    if command not in ("create", "str_replace", "insert", "undo_edit", "view", "llm_edit"):
+        notes.append(f"{where}: unknown editor command {command!r}; skipped")
+        return None
+    raw_range = args.get("view_range")
+    view_range = None
+    if isinstance(raw_range, list | tuple) and len(raw_range) == 2:
+        lo, hi = _int(raw_range[0]), _int(raw_range[1])
+        if lo is not None and hi is not None:
+            view_range = (lo, hi)
+    texts = {k: (_text(args[k]) if args.get(k) is not None else None)
+             for k in ("file_text", "old_str", "new_str", "content")}
+    if any(v is not None and len(v) > MAX_ACTION_CHARS for v in texts.values()):
+        notes.append(f"{where}: edit text over the replay limit; skipped")
+        return None
+    return EditorArgs.model_validate({
+        "command": command, "path": path, "insert_line": _int(args.get("insert_line")), "view_range": view_range,
+        "start": _int(args.get("start"), 1) or 1, "end": _int(args.get("end"), -1) or -1, **texts,
+    })
