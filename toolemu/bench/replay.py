@@ -217,10 +217,8 @@ def import_log(case: Case, log: OpenHandsLog, *, released: dict[str, object] | N
         checks = tuple(CapturedCheck(check=j.check, runner=j.runner, error=why) for j in python_jobs(case))
     capture = Capture(trajectory=trajectory, final_state=None, checks=checks)
     evaluation = evaluate_rules(case, capture)
-    record = EpisodeRecord.for_case(case, config_hash=IMPORT_CONFIG_HASH, trial=0,
-                                    status="error" if evaluation.status == "error" else trajectory.status,
-                                    trajectory=trajectory, final_state=None, checks=checks,
-                                    evaluation=evaluation)
+    record = EpisodeRecord.for_case(case, config_hash=IMPORT_CONFIG_HASH, trial=0, trajectory=trajectory,
+                                    capture=capture, evaluation=evaluation)
     return ReplayResult(record, log.notes)
 
 
