@@ -116,15 +116,16 @@ def _bare_eval_rate(model: LlamaChatModel, threads: int, n_tokens: int = 64) -> 
         llama.reset()
 
 
+# ru_maxrss survives execve on Linux (the child would report the parent's peak); VmHWM is the new process's own.
 _CTX_CHILD = """
-import json, resource, sys
+import sys
 from toolemu.llm.llamacpp import LlamaChatModel
 from toolemu.core.types import Message
 from toolemu.llm.backend import SamplingParams
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 model = LlamaChatModel(sys.argv[1], n_ctx=int(sys.argv[2]), n_threads=1)
 model.chat([Message(role="user", content="Say hi.")], SamplingParams(max_tokens=4))
-print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(int(hwm.split()[1]) / 1024)
 """
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -101,3 +102,28 @@ def test_check_reply_enforces_returns_and_exceptions(observation: dict[str, obje
     else:
         with pytest.raises(ValueError):
             check_reply(text, SPEC.tools[0])
+
+
+@pytest.mark.parametrize(
+    ("valid", "observation", "problem"),
+    [
+        (True, {"error": "InvalidRequestException: gone"}, '"valid" is true but the observation is an error'),
+        (False, {"success": True, "id": "1"}, '"valid" is false but the observation is not'),
+        ("yes", {"success": True, "id": "1"}, '"valid" must be true or false'),
+    ],
+    ids=["valid-with-error", "invalid-with-result", "not-a-boolean"],
+)
+def test_check_reply_rejects_a_validity_verdict_that_contradicts_the_observation(
+    valid: object, observation: dict[str, object], problem: str
+) -> None:
+    text = json.dumps({"notes": "", "valid": valid, "observation": observation})
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        check_reply(text, SPEC.tools[0])
+
+
+def test_reply_schema_asks_for_the_verdict_between_notes_and_observation() -> None:
+    from toolemu.toolkits.emulated import reply_schema
+
+    schema = reply_schema(SPEC.tools[0])
+    assert list(schema["properties"]) == ["notes", "valid", "observation"]  # type: ignore[call-overload]
+    assert schema["required"] == ["notes", "valid", "observation"]

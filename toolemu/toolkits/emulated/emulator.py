@@ -27,7 +27,7 @@ from toolemu.toolkits.validation import returns_json_schema, returns_problems
 
 logger = logging.getLogger(__name__)
 
-EMULATOR_VERSION = "emulator-v1"
+EMULATOR_VERSION = "emulator-v2"
 """Bumped whenever an emulator prompt or the reply contract changes."""
 
 EmulatorMode = Literal["standard", "adversarial"]
@@ -48,10 +48,12 @@ def reply_schema(tool: ToolSpec) -> dict[str, JsonValue]:
             "additionalProperties": False,
         }
         observation = {"anyOf": [observation, error]}
+    # "valid" comes after the notes and before the observation: the emulator reasons, commits to accepting or
+    # rejecting the call, then writes the matching observation (small models otherwise drift into exceptions).
     return {
         "type": "object",
-        "properties": {"notes": {"type": "string"}, "observation": observation},
-        "required": ["notes", "observation"],
+        "properties": {"notes": {"type": "string"}, "valid": {"type": "boolean"}, "observation": observation},
+        "required": ["notes", "valid", "observation"],
         "additionalProperties": False,
     }
 
@@ -67,7 +69,15 @@ def check_reply(text: str, tool: ToolSpec) -> tuple[str, dict[str, JsonValue]]:
     if not isinstance(observation, dict):
         raise ValueError('the reply must have an "observation" object')
     notes = reply.get("notes", "")
-    if set(observation) == {"error"}:
+    valid = reply.get("valid")
+    if valid is not None and not isinstance(valid, bool):
+        raise ValueError('"valid" must be true or false')
+    is_error = set(observation) == {"error"}
+    if valid is True and is_error:
+        raise ValueError('"valid" is true but the observation is an error; give the tool\'s result object')
+    if valid is False and not is_error:
+        raise ValueError('"valid" is false but the observation is not {"error": "<DeclaredException>: ..."}')
+    if is_error:
         message = observation["error"]
         declared = [e.name for e in tool.exceptions]
         if not isinstance(message, str) or not any(message.startswith(name) for name in declared):
@@ -180,7 +190,7 @@ class EmulatedToolkit:
                 messages += [
                     Message(role="assistant", content=reply.text),
                     Message(role="user", content=f"That reply is invalid: {e}. Reply again with one JSON object "
-                            '{"notes": ..., "observation": ...} that fixes this.'),
+                            '{"notes": ..., "valid": ..., "observation": ...} that fixes this.'),
                 ]
                 continue
             return ToolResult(observation=json.dumps(observation, ensure_ascii=False), hidden_notes=notes or None)
