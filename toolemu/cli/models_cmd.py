@@ -7,15 +7,25 @@ import importlib.metadata
 import click
 
 from toolemu.cli.main import cli
+from toolemu.core.errors import BuildError
 from toolemu.llm.embedded import MODELS, cache_dir, model_path, model_status
+from toolemu.llm.llama_build import REBUILD_COMMAND, scan_installed
 from toolemu.llm.llamacpp import INSTALL_HINT
 
 
 def _runtime() -> str:
     try:
-        return f"llama-cpp-python {importlib.metadata.version('llama-cpp-python')}"
+        version = importlib.metadata.version("llama-cpp-python")
     except importlib.metadata.PackageNotFoundError:
         return f"llama-cpp-python not installed: {INSTALL_HINT}"
+    try:
+        found = {lib.name: hits for lib, hits in scan_installed().items() if hits}
+    except BuildError as e:
+        return f"llama-cpp-python {version} (AMX scan not run: {e})"
+    if found:
+        return (f"llama-cpp-python {version}: NOT PORTABLE, contains AMX code ({', '.join(found)}); "
+                f"rebuild with `{REBUILD_COMMAND}`")
+    return f"llama-cpp-python {version} (no AMX code)"
 
 
 @cli.command("models")
