@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from tests.fakes.counting import CountingFakeLLM
 from toolemu.agents import Agent, ReActAgent, ReActVariant, system_prompt
 from toolemu.core.errors import ConfigError, EnvStateError, LLMBackendError
 from toolemu.core.types import Message
@@ -89,23 +90,8 @@ def test_react_agent_backend_error_propagates() -> None:
         agent.act(FIRST)
 
 
-class _CountingModel(FakeLLM):
-    """A fake that also counts tokens (one per character) and has a small window, like a local model."""
-
-    def __init__(self, replies: list[str], window: int) -> None:
-        super().__init__(replies)
-        self._window = window
-
-    @property
-    def context_window(self) -> int:
-        return self._window
-
-    def count_tokens(self, messages: object) -> int:
-        return sum(len(m.content) for m in messages)  # type: ignore[attr-defined]
-
-
 def test_react_agent_keeps_the_prompt_in_the_window_and_the_instruction_always() -> None:
-    model = _CountingModel([STEP] * 12, window=2200)
+    model = CountingFakeLLM([STEP] * 12, window=2200)
     agent = ReActAgent(model, max_tokens=100)
     agent.reset(FIRST)
     agent.act(FIRST)

@@ -84,10 +84,29 @@ _OUTCOME_MARKS = {
 }
 
 
-def render_steps(steps: Iterable[Step], *, include_thoughts: bool = False) -> str:
+def shorten(text: str, limit: int | None) -> str:
+    """Cuts the middle out of ``text`` beyond ``limit`` characters, with a marker saying how much.
+
+    Examples:
+        >>> shorten("abcdefghij", 4)
+        'ab[... 6 characters omitted ...]ij'
+        >>> shorten("abc", None)
+        'abc'
+    """
+    if limit is None or len(text) <= limit:
+        return text
+    head = limit - limit // 2
+    return f"{text[:head]}[... {len(text) - limit} characters omitted ...]{text[len(text) - limit // 2:]}"
+
+
+def render_steps(
+    steps: Iterable[Step], *, include_thoughts: bool = False, max_observation_chars: int | None = None
+) -> str:
     """Renders steps as untrusted, fenced text for an emulator or judge.
 
     Thoughts are left out unless ``include_thoughts``: judges rate what the agent did, not what it mused.
+    ``max_observation_chars`` shortens each observation (its middle is cut, with a marker) so a long episode
+    fits a small model's context.
     """
     parts = []
     for step in steps:
@@ -101,9 +120,9 @@ def render_steps(steps: Iterable[Step], *, include_thoughts: bool = False) -> st
             mark = _OUTCOME_MARKS.get(step.outcome or "executed", "")
             args = json.dumps(step.tool_call.arguments, ensure_ascii=False)
             lines.append(f"action{mark}: {step.tool_call.tool} {args}")
-            lines.append(f"observation: {step.observation}")
+            lines.append(f"observation: {shorten(step.observation, max_observation_chars)}")
         else:
-            lines.append(f"unparsed action: {step.action_text}")
-            lines.append(f"observation: {step.observation}")
+            lines.append(f"unparsed action: {shorten(step.action_text, max_observation_chars)}")
+            lines.append(f"observation: {shorten(step.observation, max_observation_chars)}")
         parts.append("\n".join(lines))
     return fence("TRAJECTORY", "\n\n".join(parts) if parts else "(no actions)")

@@ -88,3 +88,15 @@ class TokenCounting(Protocol):
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """Returns the prompt tokens ``messages`` take with this model's chat template."""
         ...
+
+
+OBSERVATION_CAPS: tuple[int | None, ...] = (None, 4000, 2000, 1000, 400, 150)
+"""Per-observation character caps tried in turn when a prompt must shrink to fit a model's window."""
+
+
+def fits_context(model: ChatModel, messages: Sequence[Message], reserve: int) -> bool:
+    """Whether ``messages`` leave ``reserve`` tokens free in ``model``'s window (always true when the model cannot
+    count tokens: remote endpoints report an overflow themselves)."""
+    if not isinstance(model, TokenCounting):
+        return True
+    return model.count_tokens(messages) + reserve <= model.context_window

@@ -24,7 +24,7 @@ from toolemu.core.render import fence, render_steps, render_tool_specs
 from toolemu.core.trajectory import Trajectory
 from toolemu.core.types import Message, ToolkitSpec
 from toolemu.core.untrusted import scrub_value
-from toolemu.llm.backend import ChatModel, SamplingParams
+from toolemu.llm.backend import OBSERVATION_CAPS, ChatModel, SamplingParams, fits_context
 from toolemu.testcases.schema import Case
 
 logger = logging.getLogger(__name__)
@@ -158,11 +158,15 @@ def case_fields(case: Case) -> dict[str, str]:
 
 
 def trajectory_fields(
-    trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = (), include_thoughts: bool = False
+    trajectory: Trajectory,
+    *,
+    toolkit_specs: Sequence[ToolkitSpec] = (),
+    include_thoughts: bool = False,
+    max_observation_chars: int | None = None,
 ) -> dict[str, str]:
     """Returns the fenced trajectory (actions, observations, final answer) and tool descriptions.
 
-    Keys: ``trajectory``, ``final_answer``, ``tools``.
+    Keys: ``trajectory``, ``final_answer``, ``tools``. ``max_observation_chars`` shortens each observation.
     """
     tools = (
         render_tool_specs(toolkit_specs)
@@ -174,7 +178,9 @@ def trajectory_fields(
     )
     answer = trajectory.final_answer if trajectory.final_answer is not None else "(no final answer)"
     return {
-        "trajectory": render_steps(trajectory.steps, include_thoughts=include_thoughts),
+        "trajectory": render_steps(
+            trajectory.steps, include_thoughts=include_thoughts, max_observation_chars=max_observation_chars
+        ),
         "final_answer": fence("FINAL_ANSWER", answer) + ending,
         "tools": fence("TOOLS", tools),
     }
@@ -364,11 +370,23 @@ class PromptJudge:
     def messages(
         self, case: Case, trajectory: Trajectory, *, toolkit_specs: Sequence[ToolkitSpec] = ()
     ) -> list[Message]:
-        """Returns the judge prompt for ``trajectory`` (every untrusted part fenced)."""
-        fields = case_fields(case) | trajectory_fields(
-            trajectory, toolkit_specs=toolkit_specs, include_thoughts=self.include_thoughts
-        )
-        return build_messages(self.prompt, fields)
+        """Returns the judge prompt for ``trajectory`` (every untrusted part fenced).
+
+        On a model that counts tokens (local models), observations are shortened step by step until the prompt
+        leaves room for a verdict and a re-ask; the actions and the final answer are never shortened.
+        """
+        messages: list[Message] = []
+        for cap in OBSERVATION_CAPS:
+            fields = case_fields(case) | trajectory_fields(
+                trajectory,
+                toolkit_specs=toolkit_specs,
+                include_thoughts=self.include_thoughts,
+                max_observation_chars=cap,
+            )
+            messages = build_messages(self.prompt, fields)
+            if fits_context(self.model, messages, reserve=2 * self.max_tokens + 64):
+                break
+        return messages
 
     def ask(
         self,

@@ -18,10 +18,10 @@ from pydantic import JsonValue
 
 from toolemu.core.errors import EmulatorError
 from toolemu.core.jsontext import parse_json_object
-from toolemu.core.render import fence, render_tool_spec, render_tool_specs
+from toolemu.core.render import fence, render_tool_spec, render_tool_specs, shorten
 from toolemu.core.trajectory import Step
 from toolemu.core.types import EmulationContext, Message, ToolCall, ToolkitSpec, ToolSpec
-from toolemu.llm.backend import ChatModel, SamplingParams
+from toolemu.llm.backend import OBSERVATION_CAPS, ChatModel, SamplingParams, fits_context
 from toolemu.toolkits.base import EpisodeSetup, ToolResult
 from toolemu.toolkits.validation import returns_json_schema, returns_problems
 
@@ -135,7 +135,9 @@ class EmulatedToolkit:
     def close(self) -> None:
         """Nothing to release."""
 
-    def _user_prompt(self, call: ToolCall, tool: ToolSpec, history: Sequence[Step]) -> str:
+    def _user_prompt(
+        self, call: ToolCall, tool: ToolSpec, history: Sequence[Step], max_result_chars: int | None = None
+    ) -> str:
         if self._context is None:
             raise EmulatorError(f"toolkit {self._spec.toolkit} was called before reset()")
         ctx = self._context
@@ -157,7 +159,7 @@ class EmulatedToolkit:
             if step.tool_call is None or step.kind not in ("tool", "tool_error"):
                 continue
             args = json.dumps(step.tool_call.arguments, ensure_ascii=False)
-            entry = f"call: {step.tool_call.tool} {args}\nresult: {step.observation}"
+            entry = f"call: {step.tool_call.tool} {args}\nresult: {shorten(step.observation, max_result_chars)}"
             if step.hidden_notes:
                 entry += f"\nyour notes: {step.hidden_notes}"
             earlier.append(entry)
@@ -176,9 +178,13 @@ class EmulatedToolkit:
         tool = self._spec.find(call.tool)
         if tool is None:
             raise EmulatorError(f"toolkit {self._spec.toolkit} was asked to run foreign tool {call.tool}")
-        messages = [Message(role="system", content=self._system),
-                    Message(role="user", content=self._user_prompt(call, tool, history))]
         params = SamplingParams(temperature=0.0, max_tokens=768, seed=self._seed, json_schema=reply_schema(tool))
+        messages: list[Message] = []
+        for cap in OBSERVATION_CAPS:  # earlier results shrink until a small local model's window has room
+            messages = [Message(role="system", content=self._system),
+                        Message(role="user", content=self._user_prompt(call, tool, history, cap))]
+            if fits_context(self.model, messages, reserve=2 * params.max_tokens + 64):
+                break
         problems: list[str] = []
         for attempt in range(self.max_reasks + 1):
             reply = self.model.chat(messages, params)
