@@ -26,7 +26,8 @@ def rejected_key(step: Step) -> str | None:
     """
     if step.kind == "parse_error":
         return f"text:{step.action_text.strip()}"
-    if step.kind == "tool_error" or (step.kind == "tool" and _is_error_observation(step.observation)):
+    failed = step.outcome in ("rejected", "errored") or step.kind == "tool_error"
+    if failed or (step.kind == "tool" and _is_error_observation(step.observation)):
         if step.tool_call is None:
             return f"text:{step.action_text.strip()}"
         args = json.dumps(step.tool_call.arguments, sort_keys=True, default=str)
