@@ -37,8 +37,12 @@ args = json.loads(sys.argv[1])
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 import llama_cpp
 info = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
-llama = llama_cpp.Llama(model_path=args["model"], n_ctx=256, n_batch=64, n_threads=args["candidates"][0],
-                        n_threads_batch=args["batch_threads"], verbose=False)
+try:
+    llama = llama_cpp.Llama(model_path=args["model"], n_ctx=256, n_batch=64, n_threads=args["candidates"][0],
+                            n_threads_batch=args["batch_threads"], verbose=False)
+except (ValueError, RuntimeError, OSError) as e:
+    print(json.dumps({"load_error": str(e)}))
+    sys.exit(3)
 prompt = llama.tokenize(b"The quick brown fox jumps over the lazy dog. " * 4, add_bos=True)[:48]
 n = len(prompt)
 llama.eval(prompt)  # a batch: the matrix-matrix kernels
@@ -158,6 +162,7 @@ def probe(model: Path, *, child_code: str | None = None, timeout: float = PROBE_
         timeout: Seconds before the child is killed.
 
     Raises:
+        ConfigError: llama.cpp cannot load ``model`` (not a GGUF file, or an unsupported one).
         LLMBackendError: the child died by a signal (cached: the same build fails fast next time), timed out,
             or failed otherwise; the message names the cause and the rebuild command.
     """
@@ -195,6 +200,8 @@ def probe(model: Path, *, child_code: str | None = None, timeout: float = PROBE_
         write_text_atomic(cache, json.dumps({"crash": signame, "stderr": done.stderr[-2000:]}))
         raise _crash_error(model, signame, done.stderr)
     lines = done.stdout.strip().splitlines()
+    if done.returncode == 3 and lines and lines[-1].startswith('{"load_error"'):
+        raise ConfigError(f"llama.cpp could not load {model} as a GGUF model: {json.loads(lines[-1])['load_error']}")
     try:
         if done.returncode != 0:
             raise ValueError(f"exit status {done.returncode}")
