@@ -157,8 +157,7 @@ def _choose(logits: np.ndarray, temperature: float, top_p: float, rng: np.random
     if top_p >= 1.0:
         # Gumbel-max: argmax(logits / T + Gumbel noise) is an exact sample of softmax(logits / T), at a third of
         # the cost of building the distribution and its cumulative sum over a 150k-token vocabulary.
-        noise = rng.random(logits.shape[0], dtype=np.float32)
-        np.clip(noise, np.float32(1e-38), None, out=noise)
+        noise = np.maximum(rng.random(logits.shape[0], dtype=np.float32), np.float32(1e-38))
         gumbel = -np.log(-np.log(noise))
         return int(np.argmax(logits / np.float32(temperature) + gumbel))
     z = logits.astype(np.float64) / temperature
