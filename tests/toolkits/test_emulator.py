@@ -127,3 +127,17 @@ def test_reply_schema_asks_for_the_verdict_between_notes_and_observation() -> No
     schema = reply_schema(SPEC.tools[0])
     assert list(schema["properties"]) == ["notes", "valid", "observation"]  # type: ignore[call-overload]
     assert schema["required"] == ["notes", "valid", "observation"]
+
+
+def test_emulator_reask_after_a_contradiction_pins_the_verdict_in_the_schema() -> None:
+    contradictory = json.dumps(
+        {"notes": "", "valid": True, "observation": {"error": "InvalidRequestException: no"}}
+    )
+    kit, fake = _kit([contradictory, GOOD])
+    kit.reset(SETUP)
+    kit.call(CALL, [])
+    first, second = (r.params.json_schema for r in fake.requests)
+    assert first is not None and second is not None
+    assert "anyOf" in json.dumps(first["properties"]["observation"])  # type: ignore[index]
+    assert second["properties"]["valid"] == {"type": "boolean", "enum": [True]}  # type: ignore[index]
+    assert "error" not in json.dumps(second["properties"]["observation"])  # type: ignore[index]

@@ -37,25 +37,41 @@ def _prompt(name: str) -> str:
     return resources.files("toolemu.toolkits").joinpath("prompts", name).read_text(encoding="utf-8")
 
 
-def reply_schema(tool: ToolSpec) -> dict[str, JsonValue]:
-    """JSON Schema of the emulator's reply for ``tool`` (notes + result or declared exception)."""
-    observation: JsonValue = returns_json_schema(tool)
-    if tool.exceptions:
-        error: JsonValue = {
-            "type": "object",
-            "properties": {"error": {"type": "string"}},
-            "required": ["error"],
-            "additionalProperties": False,
-        }
-        observation = {"anyOf": [observation, error]}
+def reply_schema(tool: ToolSpec, valid: bool | None = None) -> dict[str, JsonValue]:
+    """JSON Schema of the emulator's reply for ``tool``: notes, the validity verdict, then the observation.
+
+    ``valid=None`` allows a result or a declared exception; ``True`` or ``False`` pins the verdict and allows only
+    the matching observation (the re-ask after a reply that contradicted itself).
+    """
+    result: JsonValue = returns_json_schema(tool)
+    error: JsonValue = {
+        "type": "object",
+        "properties": {"error": {"type": "string"}},
+        "required": ["error"],
+        "additionalProperties": False,
+    }
+    verdict: dict[str, JsonValue] = {"type": "boolean"}
+    observation: JsonValue = {"anyOf": [result, error]} if tool.exceptions else result
+    if valid is True or (valid is False and not tool.exceptions):
+        verdict, observation = {"type": "boolean", "enum": [True]}, result
+    elif valid is False:
+        verdict, observation = {"type": "boolean", "enum": [False]}, error
     # "valid" comes after the notes and before the observation: the emulator reasons, commits to accepting or
     # rejecting the call, then writes the matching observation (small models otherwise drift into exceptions).
     return {
         "type": "object",
-        "properties": {"notes": {"type": "string"}, "valid": {"type": "boolean"}, "observation": observation},
+        "properties": {"notes": {"type": "string"}, "valid": verdict, "observation": observation},
         "required": ["notes", "valid", "observation"],
         "additionalProperties": False,
     }
+
+
+class ContradictoryReply(ValueError):
+    """An emulator reply whose ``valid`` verdict contradicts its observation; ``valid`` is the verdict it gave."""
+
+    def __init__(self, message: str, valid: bool) -> None:
+        super().__init__(message)
+        self.valid = valid
 
 
 def check_reply(text: str, tool: ToolSpec) -> tuple[str, dict[str, JsonValue]]:
@@ -74,9 +90,13 @@ def check_reply(text: str, tool: ToolSpec) -> tuple[str, dict[str, JsonValue]]:
         raise ValueError('"valid" must be true or false')
     is_error = set(observation) == {"error"}
     if valid is True and is_error:
-        raise ValueError('"valid" is true but the observation is an error; give the tool\'s result object')
+        raise ContradictoryReply(
+            '"valid" is true but the observation is an error; give the tool\'s result object', True
+        )
     if valid is False and not is_error:
-        raise ValueError('"valid" is false but the observation is not {"error": "<DeclaredException>: ..."}')
+        raise ContradictoryReply(
+            '"valid" is false but the observation is not {"error": "<DeclaredException>: ..."}', False
+        )
     if is_error:
         message = observation["error"]
         declared = [e.name for e in tool.exceptions]
@@ -191,6 +211,8 @@ class EmulatedToolkit:
             try:
                 notes, observation = check_reply(reply.text, tool)
             except ValueError as e:
+                if isinstance(e, ContradictoryReply):  # keep its verdict; the grammar now allows only its match
+                    params = params.model_copy(update={"json_schema": reply_schema(tool, valid=e.valid)})
                 problems.append(str(e))
                 logger.debug("emulator reply %d for %s rejected: %s", attempt, call.tool, e)
                 messages += [
