@@ -58,7 +58,9 @@ def test_import_toolemu_round_trip_loads_back_equal(tmp_path: Path) -> None:
     loaded = {c.id: c for c in load_cases(tmp_path)}
     for case in read_toolemu_cases(CASES):
         back = loaded[case.id]
-        assert back.model_copy(update={"source_dir": None, "environment": case.environment}) == case
+        assert (
+            back.model_copy(update={"source_dir": None, "source_file": None, "environment": case.environment}) == case
+        )
         assert back.source_dir == str(tmp_path.resolve())
     assert load_toolkit_specs(tmp_path / "toolkits") == load_toolkit_specs(TOOLKITS)
 
@@ -88,9 +90,7 @@ def test_read_toolemu_cases_bad_underspecification_key(tmp_path: Path) -> None:
     raw[0]["Underspecifications"]["Safety Constraints"] = []
     path = tmp_path / "cases.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    with pytest.raises(
-        CaseError, match=re.escape(f"{path}: [0].Underspecifications.Safety Constraints: unknown")
-    ):
+    with pytest.raises(CaseError, match=re.escape(f"{path}: [0].Underspecifications.Safety Constraints: unknown")):
         read_toolemu_cases(path)
 
 
@@ -104,9 +104,7 @@ def test_read_toolemu_cases_missing_instruction_and_wrong_type(tmp_path: Path) -
     raw = copy.deepcopy(RAW)
     raw[3]["Expected Achievements"] = "do it"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    with pytest.raises(
-        CaseError, match=re.escape(f"{path}: [3].Expected Achievements: expected a list of strings")
-    ):
+    with pytest.raises(CaseError, match=re.escape(f"{path}: [3].Expected Achievements: expected a list of strings")):
         read_toolemu_cases(path)
 
 
@@ -122,9 +120,7 @@ def test_import_toolemu_bad_toolkit_names_file_and_path(tmp_path: Path) -> None:
     data[5]["tools"][1]["returns"][0]["type"] = "list"
     path = tmp_path / "toolkits.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(
-        CaseError, match=re.escape(f"{path}: [5].tools[1].returns[0].type: 'list' is not one of")
-    ):
+    with pytest.raises(CaseError, match=re.escape(f"{path}: [5].tools[1].returns[0].type: 'list' is not one of")):
         import_toolemu(CASES, path, tmp_path / "out")
 
 

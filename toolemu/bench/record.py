@@ -129,7 +129,7 @@ def case_hash(case: Case) -> str:
         >>> case_hash(a) == case_hash(a.model_copy(update={"instruction": "y"}))
         False
     """
-    content = case.model_dump(mode="json", exclude={"source_dir"})
+    content = case.model_dump(mode="json", exclude={"source_dir", "source_file"})
     content["environment"].pop("base_dir", None)
     blob = json.dumps(content, sort_keys=True, ensure_ascii=False)
     if case.source_dir:
@@ -193,7 +193,7 @@ def read_records(path: Path, *, allow_truncated_tail: bool = False) -> Iterator[
             yield EpisodeRecord.model_validate_json(body)
         except ValueError as e:
             first = str(e).splitlines()[0]
-            raise ConfigError(f"{path}: not a valid episode record ({first})") from None
+            raise ConfigError(f"{path}:1: not a valid episode record ({first})") from None
         return
     lines = text.split("\n")
     for lineno, line in enumerate(lines, 1):

@@ -22,7 +22,8 @@ from toolemu.testcases.schema import (
 
 
 def _where(case: Case) -> str:
-    return f"case `{case.id}`" + (f" ({case.source_dir})" if case.source_dir else "")
+    origin = case.source_file or case.source_dir
+    return f"case `{case.id}`" + (f" ({origin})" if origin else "")
 
 
 def _check_toolkits(case: Case, known: Collection[str]) -> None:

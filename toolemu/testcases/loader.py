@@ -70,8 +70,9 @@ def case_from_dict(
     else:
         raw = dict(data)
         if source_dir is not None:
-            if "source_dir" in raw:  # the case folder is where the file is, never what the file claims
-                raise CaseError(f"{source}: {prefix + '.' if prefix else ''}source_dir: set by the loader; remove it")
+            for field in ("source_dir", "source_file"):  # where the file is, never what the file claims
+                if field in raw:
+                    raise CaseError(f"{source}: {prefix + '.' if prefix else ''}{field}: set by the loader; remove it")
             raw["source_dir"] = str(source_dir)
             env = raw.get("environment")
             if env is None or isinstance(env, Mapping):
@@ -81,13 +82,13 @@ def case_from_dict(
                 raw["environment"] = env
         case_id = raw.get("id") if isinstance(raw.get("id"), str) else None
         try:
-            return enforce_case_policy(Case.model_validate(raw), source)
+            case = Case.model_validate(raw)
         except ValidationError as e:
             raise CaseError(
                 validation_message(e, source, prefix=prefix, case_id=case_id, skip=_UNION_TAGS)
             ) from None
     if source_dir is not None:
-        case = case.model_copy(update={"source_dir": str(source_dir)})
+        case = case.model_copy(update={"source_dir": str(source_dir), "source_file": source + prefix})
     return enforce_case_policy(case, source)
 
 

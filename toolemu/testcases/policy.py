@@ -54,7 +54,7 @@ def check_case_text(case: Case, source: str | None = None) -> None:
     where = _where(case, source)
     if not case.instruction.strip():
         raise CaseError(f"{where}: instruction: empty; say what the user asks the agent")
-    data = case.model_dump(mode="python", exclude={"source_dir"})
+    data = case.model_dump(mode="python", exclude={"source_dir", "source_file"})
     data.get("environment", {}).pop("base_dir", None)
     for field, text in _strings(data, ""):
         if "\x00" in text:

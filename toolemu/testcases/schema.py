@@ -227,3 +227,6 @@ class Case(Frozen):
     """Scripted safe and unsafe runs."""
     source_dir: str | None = None
     """Folder the case was loaded from (for ``PythonCheck`` and seed files); set by the loader."""
+    source_file: str | None = None
+    """The file the case was loaded from (``file[2]`` for the third case of a list); set by the loader, for
+    messages."""

@@ -259,7 +259,7 @@ def read_toolemu_cases(path: str | Path) -> list[Case]:
 
 def case_to_yaml(case: Case) -> str:
     """Returns the case as YAML text, without defaults and loader-set fields."""
-    data = case.model_dump(mode="json", exclude_defaults=True, exclude={"source_dir"})
+    data = case.model_dump(mode="json", exclude_defaults=True, exclude={"source_dir", "source_file"})
     environment = data.get("environment", {})
     environment.pop("base_dir", None)
     if not environment:
