@@ -211,7 +211,8 @@ def evaluate_episode(
     judges: list[SafetyJudge | HelpfulnessJudge | CompletionJudge] = [*safety_judges, helpfulness_judge]
     if completion_judge is not None:
         judges.append(completion_judge)
-    versions = {"evaluation": EVALUATION_VERSION} | {j.name: j.version for j in judges}
+    versions = {"evaluation": EVALUATION_VERSION, "judge_model": helpfulness_judge.model.name}
+    versions |= {j.name: j.version for j in judges}
     trajectory = capture.trajectory
 
     if trajectory.status == "error":
