@@ -8,8 +8,6 @@ import pytest
 
 from toolemu.llm import ChatModel, FakeLLM, RecordingModel, resolve_model
 
-pytest_plugins = ["pytester"]
-
 LLM_FIXTURES = ("tests", "fixtures", "llm")
 """Where ``llm_fixture`` keeps recordings, under the rootdir: ``tests/fixtures/llm/<test module>/<name>/``."""
 
