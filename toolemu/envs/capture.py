@@ -4,7 +4,9 @@ Order, so that OpenAgentSafety evaluators see the world as the agent left it, se
 included, while the snapshot cannot move under the other checks:
 
 1. the agent is done (final answer, step budget);
-2. OAS evaluators run over the live episode root, read-only, each with a bounded time;
+2. OAS evaluators run over the live episode root, read-only, each with a bounded time, inside the
+   episode's network namespace (a server the agent left running answers them on loopback) but in their own
+   users, pids and mounts;
 3. the agent's processes are stopped;
 4. the final state is snapshotted;
 5. native Python checks (given the snapshot) and regexes over files the snapshot holds no text for run over
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -72,6 +75,29 @@ def _check_root(toolbox: ToolBox, needed: bool) -> Iterator[Path | None]:
         yield None
 
 
+@contextlib.contextmanager
+def _episode_network(toolbox: ToolBox) -> Iterator[int | None]:
+    """The live episode's network namespace for the OAS evaluators (as OAS checks while the task container
+    is up, a server the agent started answers them on loopback); ``None`` without a running shell.
+
+    Joining it needs root; elsewhere the evaluators get their own empty network, and a warning says so.
+    """
+    if toolbox.sandbox is None:
+        yield None
+        return
+    if os.geteuid() != 0:
+        logger.warning("not root: OAS evaluators cannot join the episode's network; servers the agent started "
+                       "are unreachable to them")
+        yield None
+        return
+    fd = toolbox.sandbox.network_fd()
+    try:
+        yield fd
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 def capture_episode(
     case: Case, toolbox: ToolBox, trajectory: Trajectory, *, run_checks: bool, timeout_s: float,
     messages: Sequence[NpcMessage] = (),
@@ -97,11 +123,13 @@ def capture_episode(
         # NPC chat is not a tool yet (cases with NPCs are refused when the env is made); a replayed log brings
         # its recorded conversation instead.
         chat = [m.model_dump() for m in messages]
-        if root is not None:
+        oas_jobs = [j for j in jobs if j.runner == "oas"]
+        if root is not None and oas_jobs:
             blocks = render_oas_blocks(trajectory, messages)
-            for job in (j for j in jobs if j.runner == "oas"):
-                captured[job.check] = run_check(root, job, trajectory=blocks, chat=chat, timeout_s=timeout_s,
-                                                bwrap=bwrap)
+            with _episode_network(toolbox) as netns:
+                for job in oas_jobs:
+                    captured[job.check] = run_check(root, job, trajectory=blocks, chat=chat, timeout_s=timeout_s,
+                                                    bwrap=bwrap, netns_fd=netns)
         final_state = toolbox.final_state(messages)
         if root is not None and run_checks:
             later = [j for j in jobs if j.runner == "native"] + file_text_jobs(case, final_state)

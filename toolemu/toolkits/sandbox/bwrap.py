@@ -57,6 +57,21 @@ def find_bwrap(path: str | os.PathLike[str] | None = None) -> Path:
     return found
 
 
+def _nsenter(netns_fd: int) -> list[str]:
+    """The prefix that enters the network namespace behind ``netns_fd`` before the sandbox drops root.
+
+    Raises:
+        SandboxError: Not running as root (entering a namespace owned by a sandbox's user namespace needs
+            root here), or ``nsenter`` is missing.
+    """
+    if os.geteuid() != 0:
+        raise SandboxError("joining a sandbox's network namespace needs root; run as root, or without netns_fd")
+    nsenter = shutil.which("nsenter")
+    if nsenter is None:
+        raise SandboxError("`nsenter` not found; install the Debian package `util-linux` to share a sandbox network")
+    return [nsenter, f"--net=/proc/self/fd/{netns_fd}", "--"]
+
+
 def host_uid_for(root: Path) -> int | None:
     """Returns the host uid the sandbox should run as: the owner of ``root`` when we are root, else ``None``.
 
@@ -81,6 +96,7 @@ def bwrap_argv(
     hostname: str = "sandbox",
     info_fd: int | None = None,
     profile: SandboxProfile = "default",
+    netns_fd: int | None = None,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
@@ -104,6 +120,9 @@ def bwrap_argv(
         info_fd: An inherited file descriptor bwrap writes ``{"child-pid": <host pid>}`` to (pass it in
             ``pass_fds``); the child is the sandbox's pid-namespace init; its exit ends all processes inside.
         profile: ``default`` or ``oas`` (see ``toolemu.toolkits.sandbox.oas_image``).
+        netns_fd: An inherited fd of another sandbox's network namespace (``Sandbox.network_fd``; pass it in
+            ``pass_fds``) to join instead of a new, empty one: what listens on loopback there is reachable.
+            Everything else (users, pids, mounts) stays this sandbox's own. Needs root and ``nsenter``.
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -123,12 +142,16 @@ def bwrap_argv(
     # bwrap's own init (pid 1 inside) keeps the environment bwrap started with, readable at /proc/1/environ:
     # start from an empty one so host secrets (API keys) never reach the sandbox.
     argv: list[str] = [_ENV, "-i"]
+    if netns_fd is not None:
+        argv = [*_nsenter(netns_fd), *argv]
     if uid is not None and os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             raise SandboxError("`setpriv` not found; install the Debian package `util-linux` to drop root.")
         argv += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    if netns_fd is not None:
+        argv += ["--share-net"]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     inner_uid = 0 if profile == "oas" else SANDBOX_UID

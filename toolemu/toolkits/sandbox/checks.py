@@ -91,6 +91,7 @@ def run_check(
     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S,
     bwrap: str | os.PathLike[str] | None = None,
     trajectory_text: str | None = None,
+    netns_fd: int | None = None,
 ) -> CapturedCheck:
     """Runs ``job`` in a fresh read-only sandbox over ``root`` and returns its raw result.
 
@@ -108,6 +109,8 @@ def run_check(
         bwrap: The bwrap executable; ``None`` searches ``PATH``.
         trajectory_text: ``oas``: the string given to evaluators that take one string, instead of the blocks
             joined (an imported OpenHands log is scored over its own JSON text, as OAS did).
+        netns_fd: The episode's network namespace (``Sandbox.network_fd``) for the check to run in, so a
+            server the agent left running answers on loopback; ``None``: a new, empty one.
 
     Returns:
         The raw result; ``error`` is set when the check crashed, timed out, or returned something unusable.
@@ -152,12 +155,12 @@ def run_check(
             path.chmod(0o755 if path.is_dir() else 0o644)
         argv = bwrap_argv(
             root, writable=False, extra_ro_binds=binds, env={"PYTHONIOENCODING": "utf-8"}, cwd="/", bwrap=bwrap,
-            profile="oas" if job.runner == "oas" else "default",
+            profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd,
         )
         # -I -S: no user site, no site/sitecustomize (Debian links it into the agent-writable /etc), no
         # PYTHON* variables; the runner puts its modules and the check's folder on sys.path itself.
         argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{RUNNER_MOUNT}/{script}"]
-        return _run(job, argv, json.dumps(request), timeout_s, nonce)
+        return _run(job, argv, json.dumps(request), timeout_s, nonce, () if netns_fd is None else (netns_fd,))
 
 
 def _failed(job: CheckJob, error: str, **fields: object) -> CapturedCheck:
@@ -192,10 +195,12 @@ def _loader_guards(root: Path) -> list[tuple[Path, str]]:
     return binds
 
 
-def _run(job: CheckJob, argv: list[str], stdin: str, timeout_s: float, nonce: str) -> CapturedCheck:
+def _run(job: CheckJob, argv: list[str], stdin: str, timeout_s: float, nonce: str,
+         pass_fds: tuple[int, ...] = ()) -> CapturedCheck:
     try:
         proc = subprocess.run(
-            argv, input=stdin, capture_output=True, text=True, timeout=timeout_s, start_new_session=True
+            argv, input=stdin, capture_output=True, text=True, timeout=timeout_s, start_new_session=True,
+            pass_fds=pass_fds,
         )
     except subprocess.TimeoutExpired:
         return _failed(job, f"timed out after {timeout_s:g}s")

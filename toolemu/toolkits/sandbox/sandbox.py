@@ -246,6 +246,16 @@ class Sandbox:
         """
         return FinalState(files=self.snapshot_files(), initial_files=self._initial, commands=self.commands)
 
+    def network_fd(self) -> int | None:
+        """Opens the network namespace of the episode's shell, where servers the agent started listen.
+
+        Returns an fd the caller closes (pass it to ``run_check(netns_fd=...)``), or ``None`` when no shell runs
+        (none was started, or it ended: then nothing it started is listening either) or the sandbox is off.
+        """
+        if self.config.allow_unsandboxed or self._shell is None:
+            return None
+        return self._shell.namespace_fd("net")
+
     def stop(self) -> None:
         """Kills the episode's processes (shell, interpreter, anything they left running) and keeps its files.
 

@@ -235,6 +235,30 @@ class Session:
                 stream.close()
         return Reaper(proc, pidfd)
 
+    def namespace_fd(self, kind: str = "net") -> int | None:
+        """Opens the session's ``kind`` namespace (``net``, ``user``) and returns the fd (the caller closes it).
+
+        ``None`` when the session is not running. The namespace is opened through the init's pid, then the pidfd
+        proves that process was still alive, so a reused pid can never hand over another process's namespace.
+        """
+        if self._proc is None or self._proc.poll() is not None:
+            return None
+        if self._init_pid is None:
+            self._read_info(timeout_s=self._start_timeout_s)
+        pid, pidfd = self._init_pid, self._init_pidfd
+        if pid is None or pidfd is None:
+            return None
+        try:
+            fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            signal.pidfd_send_signal(pidfd, 0)
+        except (ProcessLookupError, OSError):
+            os.close(fd)
+            return None
+        return fd
+
     def _write(self, data: bytes) -> bool:
         if self._proc is None or self._proc.stdin is None:
             return False
