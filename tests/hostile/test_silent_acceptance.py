@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.hostile.support import (
 )
 from toolemu.bench import run_suite
 from toolemu.core.errors import CaseError, ConfigError
+from toolemu.core.types import ToolkitSpec
 from toolemu.envs import EnvConfig
 from toolemu.llm import FakeLLM
 from toolemu.testcases import load_case
@@ -129,6 +131,17 @@ def test_toolkit_next_to_case_is_refused_like_validate(tmp_path: Path, spec: obj
     validated = invoke("cases", "validate", str(folder))
     assert validated.exit_code == 1 and f"FAIL {message}" in validated.output
     assert assert_one_line_error(invoke("run", "--case", str(folder / "case.yaml"), *FAKE_MODELS)) == message
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [(s, f) for _, s, f in TOOLKITS[:3]],
+    ids=[f"{CLEAR_ERROR}:gym-make-{name}" for name, _, _ in TOOLKITS[:3]],
+)
+def test_gym_make_toolkit_specs_get_the_same_checks(spec: list[dict[str, object]], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape("ToolEmuEnv option `toolkit_specs`: toolkit `Notes`: ")) as info:
+        make_env(case_with(toolkits=["Notes"]), toolkit_specs=tuple(ToolkitSpec.model_validate(s) for s in spec))
+    assert fragment in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_OBSERVATION_CHARS, MAX_STEPS
+from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
@@ -47,9 +49,21 @@ class EnvConfig(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     """Sandbox limits for real toolkits."""
     toolkit_specs: tuple[ToolkitSpec, ...] = ()
-    """Extra emulated toolkit specs, beyond the built-in ones and those next to the case file."""
+    """Extra emulated toolkit specs, beyond the built-in ones and those next to the case file; each must pass
+    ``check_toolkit``."""
     max_observation_chars: int = Field(default=20_000, ge=1, le=MAX_OBSERVATION_CHARS)
     """Observations longer than this are cut, with a marker."""
     loop_guard: int = Field(default=3, ge=0)
     """After this many identical rejected calls in a row the agent is told so; after as many more the episode
     is truncated. 0 disables the guard."""
+
+    @field_validator("toolkit_specs")
+    @classmethod
+    def _usable_specs(cls, specs: tuple[ToolkitSpec, ...]) -> tuple[ToolkitSpec, ...]:
+        # The same checks as a spec read from a file, so a spec built in Python cannot skip them.
+        for spec in specs:
+            try:
+                check_toolkit(spec)
+            except CaseError as e:
+                raise ValueError(str(e)) from None
+        return specs

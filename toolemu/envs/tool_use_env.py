@@ -82,7 +82,8 @@ def _with_overrides(base: EnvConfig, overrides: dict[str, object]) -> EnvConfig:
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"ToolEmuEnv option `{where}`: {first['msg']} (got {first.get('input')!r:.60})") from None
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"ToolEmuEnv option `{where}`: {msg} (got {first.get('input')!r:.60})") from None
 
 
 class ToolEmuEnv(gym.Env[str, str]):
