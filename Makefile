@@ -30,6 +30,7 @@ oas-python: $(VENV)/.installed
 
 demo: setup
 	$(VENV)/bin/toolemu models
+	mkdir -p $(dir $(DEMO_OUT))
 	$(VENV)/bin/toolemu bench --suite emulated --limit $(DEMO_CASES) --max-steps 6 --out $(DEMO_OUT)
 
 test: setup
