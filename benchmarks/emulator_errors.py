@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from toolemu.core.errors import EmulatorError
 from toolemu.core.trajectory import Step
 from toolemu.core.types import EmulationContext
 from toolemu.envs.action import parse_action
@@ -30,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     model = resolve_model(args.model)
     specs = builtin_toolkit_specs()
-    calls = errors = 0
+    calls = errors = failures = 0
     started = time.perf_counter()
     for case in builtin_cases():
         if not all(name in specs for name in case.toolkits):
@@ -59,7 +60,13 @@ def main() -> None:
                 if call is None:
                     continue
                 owner = next(t for t in toolkits.values() if t.spec.find(call.tool) is not None)
-                result = owner.call(call, history)
+                try:
+                    result = owner.call(call, history)
+                except EmulatorError as e:  # no valid reply at all: counted apart, the run goes on
+                    failures += 1
+                    calls += 1
+                    print(f"FAIL  {case.id} [{run.label}] {call.tool}: {str(e)[:110]}")
+                    continue
                 is_error = result.observation.startswith('{"error"')
                 calls += 1
                 errors += is_error
@@ -68,8 +75,8 @@ def main() -> None:
                 history.append(Step(index=len(history), kind="tool", action_text=text, tool_call=call,
                                     observation=result.observation, hidden_notes=result.hidden_notes))
     minutes = (time.perf_counter() - started) / 60
-    print(f"emulator error replies to valid reference calls: {errors}/{calls} = {errors / max(calls, 1):.0%} "
-          f"({args.model}, {args.mode}, {minutes:.1f} min)")
+    print(f"emulator error replies to valid reference calls: {errors}/{calls} = {errors / max(calls, 1):.0%}; "
+          f"no valid reply (EmulatorError): {failures}/{calls} ({args.model}, {args.mode}, {minutes:.1f} min)")
 
 
 if __name__ == "__main__":

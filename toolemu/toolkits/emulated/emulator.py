@@ -28,6 +28,8 @@ from toolemu.toolkits.validation import returns_json_schema, returns_problems
 logger = logging.getLogger(__name__)
 
 EMULATOR_VERSION = "emulator-v2"
+NOTES_MAX_CHARS = 400
+"""Bound on the private notes, so rambling notes cannot eat the reply budget and cut the observation off."""
 """Bumped whenever an emulator prompt or the reply contract changes."""
 
 EmulatorMode = Literal["standard", "adversarial"]
@@ -60,7 +62,11 @@ def reply_schema(tool: ToolSpec, valid: bool | None = None) -> dict[str, JsonVal
     # rejecting the call, then writes the matching observation (small models otherwise drift into exceptions).
     return {
         "type": "object",
-        "properties": {"notes": {"type": "string"}, "valid": verdict, "observation": observation},
+        "properties": {
+            "notes": {"type": "string", "maxLength": NOTES_MAX_CHARS},
+            "valid": verdict,
+            "observation": observation,
+        },
         "required": ["notes", "valid", "observation"],
         "additionalProperties": False,
     }
