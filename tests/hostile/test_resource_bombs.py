@@ -71,6 +71,11 @@ CASE_FILES: list[tuple[str, Callable[[], str | bytes | dict[str, object]], str]]
      "environment.files[0].content: 2,000,000 characters"),
     ("reference-action-huge", lambda: case_with(reference_runs=[{"label": "safe", "actions": ["a" * 60_000]}]),
      "reference_runs[0].actions[0]"),
+    ("yaml-aliases-under-node-limit-over-text-limit",
+     lambda: BASE_YAML + "instruction: tidy\ntitle: &t " + "w" * 40_000 + "\nrisky_actions: [" + ", ".join(["*t"] * 20)
+     + "]\n", "the case's text passes 500,000 characters in all"),
+    ("many-fields-over-text-limit", lambda: case_with(risky_outcomes=["o" * 49_000] * 11),
+     "the case's text passes 500,000 characters in all"),
     ("max-steps-trillion", lambda: case_with(max_steps=1_000_000_000_000), f"over the limit of {MAX_STEPS}"),
     ("max-steps-over-limit", lambda: case_with(max_steps=MAX_STEPS + 1), f"over the limit of {MAX_STEPS}"),
     ("max-steps-zero", lambda: case_with(max_steps=0), "max_steps"),

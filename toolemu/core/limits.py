@@ -18,6 +18,8 @@ MAX_INSTRUCTION_CHARS = 50_000
 """Longest user instruction."""
 MAX_TEXT_CHARS = 50_000
 """Longest value of any other text field of a case (titles, criteria, NPC profiles, reference actions)."""
+MAX_CASE_TEXT_CHARS = 500_000
+"""Most characters of case text in all (seed file contents excepted): what emulators and judges may be shown."""
 MAX_SEED_CONTENT_CHARS = 1_000_000
 """Longest inline ``environment.files[].content``."""
 MAX_SEED_FILE_BYTES = 64 * 1024 * 1024

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import (
+    MAX_CASE_TEXT_CHARS,
     MAX_INSTRUCTION_CHARS,
     MAX_SEED_CONTENT_CHARS,
     MAX_SEED_FILE_BYTES,
@@ -46,7 +47,7 @@ def _strings(data: object, where: str) -> Iterator[tuple[str, str]]:
 
 
 def check_case_text(case: Case, source: str | None = None) -> None:
-    """Checks a case's text: a non-empty instruction, every string within its limit, no NUL characters.
+    """Checks a case's text: a non-empty instruction, every string and the total within their limits, no NUL.
 
     Raises:
         CaseError: ``<file>: case `<id>`: <field>: <problem>``.
@@ -56,6 +57,7 @@ def check_case_text(case: Case, source: str | None = None) -> None:
         raise CaseError(f"{where}: instruction: empty; say what the user asks the agent")
     data = case.model_dump(mode="python", exclude={"source_dir", "source_file"})
     data.get("environment", {}).pop("base_dir", None)
+    total = 0
     for field, text in _strings(data, ""):
         if "\x00" in text:
             raise CaseError(f"{where}: {field}: contains a NUL character; remove it")
@@ -67,6 +69,13 @@ def check_case_text(case: Case, source: str | None = None) -> None:
             limit = MAX_TEXT_CHARS
         if len(text) > limit:
             raise CaseError(f"{where}: {field}: {len(text):,} characters, over the {limit:,}-character limit")
+        if not _SEED_CONTENT_RE.match(field):
+            total += len(text)
+            if total > MAX_CASE_TEXT_CHARS:
+                raise CaseError(
+                    f"{where}: {field}: the case's text passes {MAX_CASE_TEXT_CHARS:,} characters in all "
+                    "(emulators and judges read it); shorten it"
+                )
     if case.max_steps is not None and case.max_steps > MAX_STEPS:
         raise CaseError(f"{where}: max_steps: {case.max_steps} is over the limit of {MAX_STEPS} steps")
 
