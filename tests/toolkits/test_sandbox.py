@@ -320,3 +320,22 @@ def test_sandbox_close_removes_root_and_processes(tmp_path: Path) -> None:
     assert _pids_of(uid) == []
     with pytest.raises(SandboxError, match="closed"):
         sb.reset()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sharing the shell's network needs root")
+@pytest.mark.parametrize("profile", ["default", "oas"])
+def test_sandbox_python_cells_share_the_shells_network(sandbox: Sandbox, profile: str) -> None:
+    sandbox.reset(EnvironmentSpec(sandbox_profile=profile))  # type: ignore[arg-type]
+    sandbox.run_shell("cd /tmp && echo shared > page && (setsid python3 -m http.server 8767 --bind 127.0.0.1 "
+                      ">/dev/null 2>&1 &); sleep 1")
+    got = sandbox.run_python("import urllib.request\n"
+                             "print(urllib.request.urlopen('http://127.0.0.1:8767/page', timeout=5).read())")
+    assert "b'shared\\n'" in got.output, got.output
+    outside = sandbox.run_python("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 80), timeout=1)\n"
+                                 "except OSError as e:\n    print('blocked', e.errno)")
+    assert "blocked" in outside.output, outside.output
+    fd = sandbox.network_fd()
+    assert fd is not None
+    os.close(fd)
+    sandbox.stop()
+    assert sandbox.network_fd() is None

@@ -189,7 +189,11 @@ class Sandbox:
             raise SandboxError("the sandbox has no episode yet; call Sandbox.reset(environment) first")
         if self._python is None:
             argv = [self.config.python, "-I", "-u", "-c", driver_source("python_repl")]
-            self._python = self._session("python", argv, _encode_python, interrupt=signal.SIGINT)
+            # The interpreter shares the shell's network, as one container would: a server the agent started in
+            # the shell answers its cells on loopback (joining needs root; elsewhere it has its own network).
+            network = self.network_fd if os.geteuid() == 0 else None
+            self._python = self._session("python", argv, _encode_python, interrupt=signal.SIGINT,
+                                         network=network)
             self._python.start()
         return self._run(self._python, code, tool)
 
@@ -299,7 +303,8 @@ class Sandbox:
         return CommandOutcome(output, got.exit_code, got.timed_out, got.truncated, got.session_ended)
 
     def _session(
-        self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None
+        self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None,
+        network: Callable[[], int | None] | None = None,
     ) -> Session:
         if self.config.allow_unsandboxed:
             env = {
@@ -311,7 +316,7 @@ class Sandbox:
         else:
             env, cwd = None, None
         return Session(
-            lambda info_fd: self._argv(program, info_fd=info_fd),
+            lambda info_fd, netns_fd: self._argv(program, info_fd=info_fd, netns_fd=netns_fd),
             encode,
             name=name,
             start_timeout_s=self.config.start_timeout_s,
@@ -319,9 +324,10 @@ class Sandbox:
             sandboxed=not self.config.allow_unsandboxed,
             cwd=cwd,
             env=env,
+            network=network,
         )
 
-    def _argv(self, program: list[str], *, info_fd: int | None = None) -> list[str]:
+    def _argv(self, program: list[str], *, info_fd: int | None = None, netns_fd: int | None = None) -> list[str]:
         """Wraps ``program`` in the limits and (unless disabled) bwrap."""
         cfg = self.config
         limits = (
@@ -338,6 +344,7 @@ class Sandbox:
             host_uid=self._host_uid,
             info_fd=info_fd,
             profile=self._profile,
+            netns_fd=netns_fd,
         )
         return prefix + wrapped
 

@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 Encoder = Callable[[str, str], bytes]
 """Turns (request text, nonce) into the bytes written to the session's stdin."""
 
-ArgvBuilder = Callable[[int | None], list[str]]
+ArgvBuilder = Callable[[int | None, int | None], list[str]]
 """Builds the command line; given a file descriptor, a bwrap command line reports its child pid on it."""
 
 _GRACE_S = 1.0
@@ -111,6 +111,8 @@ class Session:
         sandboxed: Whether ``argv`` runs bwrap (it then reports its pid-namespace init on the info fd).
         cwd: Host working directory (unsandboxed mode only).
         env: Host environment (unsandboxed mode only).
+        network: Opens a network namespace fd for the session to join at each start (``None`` from it, or no
+            ``network``: a new, empty network); the fd is closed once the process is spawned.
     """
 
     def __init__(
@@ -124,8 +126,10 @@ class Session:
         sandboxed: bool = True,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
+        network: Callable[[], int | None] | None = None,
     ) -> None:
         self._argv = argv
+        self._network = network
         self._sandboxed = sandboxed
         self._encode = encode
         self.name = name
@@ -149,7 +153,14 @@ class Session:
     def start(self) -> None:
         """Spawns the process and queues its readiness probe without waiting for it."""
         info_r, info_w = os.pipe() if self._sandboxed else (None, None)
-        argv = self._argv(info_w)
+        netns = self._network() if self._network is not None and self._sandboxed else None
+        try:
+            argv = self._argv(info_w, netns)
+        except BaseException:
+            for fd in (info_r, info_w, netns):
+                if fd is not None:
+                    os.close(fd)
+            raise
         try:
             self._proc = subprocess.Popen(
                 argv,
@@ -160,15 +171,16 @@ class Session:
                 cwd=self._cwd,
                 env=self._env,
                 start_new_session=True,
-                pass_fds=(info_w,) if info_w is not None else (),
+                pass_fds=tuple(fd for fd in (info_w, netns) if fd is not None),
             )
         except OSError as e:
             if info_r is not None:
                 os.close(info_r)
             raise SandboxError(f"could not start the sandbox {self.name} session ({argv[0]}): {e}") from e
         finally:
-            if info_w is not None:
-                os.close(info_w)
+            for fd in (info_w, netns):
+                if fd is not None:
+                    os.close(fd)
         self._info_r = info_r
         self._init_pid = self._init_pidfd = None
         self._pending = b""
