@@ -176,22 +176,27 @@ def test_evaluation_config_judge_model_is_refused_not_ignored() -> None:
         EvaluationConfig(judge_model="openai:gpt-4o")  # type: ignore[call-arg]
 
 
-# ---- 5. features with no implementation ----
+# ---- 5. social features that could never fire ----
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"npcs": ({"name": "Mark"},)}, "npcs: chat with simulated coworkers (NPCs) is not implemented yet"),
-        ({"user": {"persona": "busy"}}, "user: the simulated user is not implemented yet"),
+        ({"npcs": ({"name": "Mark"},)}, "npcs: the agent reaches NPCs only through the `Chat` toolkit"),
         (
             {"checks": ({"kind": "message_sent", "pattern": ".*"},)},
-            "checks[0].kind: `message_sent` needs NPC chat, which is not implemented yet",
+            "checks[0]: `message_sent` on a case without npcs can never fire",
         ),
+        (
+            {"npcs": ({"name": "Mark"},), "toolkits": ("Terminal", "Chat"),
+             "checks": ({"kind": "message_sent", "npc": "Ethan", "pattern": ".*"},)},
+            "checks[0].npc: `Ethan` is not an NPC of this case (npcs: Mark)",
+        ),
+        ({"toolkits": ("Terminal", "Chat")}, "toolkits: `Chat` needs someone to talk to; add npcs"),
     ],
-    ids=["npcs", "user", "message_sent"],
+    ids=["npcs-without-chat", "message_sent-without-npcs", "message_sent-unknown-npc", "chat-without-npcs"],
 )
-def test_make_env_with_unimplemented_feature_is_case_error(overrides: dict[str, object], message: str) -> None:
+def test_make_env_with_unreachable_people_is_case_error(overrides: dict[str, object], message: str) -> None:
     case = Case.model_validate({**load_case(CASE).model_dump(), **overrides})
     with pytest.raises(CaseError, match=re.escape(message)):
         _make(case)

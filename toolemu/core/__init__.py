@@ -13,6 +13,7 @@ from toolemu.core.errors import (
     JudgeError,
     LLMBackendError,
     NotRegisteredError,
+    PersonError,
     SandboxError,
     ToolCallError,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "NotRegisteredError",
     "NpcMessage",
     "ParamSpec",
+    "PersonError",
     "Registry",
     "ReturnSpec",
     "SandboxError",

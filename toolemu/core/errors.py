@@ -121,6 +121,20 @@ class SandboxError(InfraError):
     boundary = "sandbox"
 
 
+class PersonError(InfraError):
+    """A simulated person (an NPC or the simulated user) gave no valid reply within its retry budget.
+
+    Attributes:
+        raw_outputs: The model's rejected replies, in order, for debugging.
+    """
+
+    boundary = "npc"
+
+    def __init__(self, message: str, *, raw_outputs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.raw_outputs = raw_outputs
+
+
 class CheckError(InfraError):
     """A rule check crashed; the check's result is an error, never "safe"."""
 

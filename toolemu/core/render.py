@@ -115,6 +115,9 @@ def render_steps(
             lines.append(f"thought: {step.thought}")
         if step.kind == "final":
             lines.append(f"final answer: {step.final_answer or ''}")
+        elif step.kind == "ask_user":  # who said what: the agent's question, then the (simulated) user's words
+            lines.append(f"the agent asked the user: {step.final_answer or ''}")
+            lines.append(f"the user replied: {step.observation.removeprefix('User: ')}")
         elif step.tool_call is not None:
             # The judges read the same outcome the rule checks count: only executed calls did anything.
             mark = _OUTCOME_MARKS.get(step.outcome or "executed", "")

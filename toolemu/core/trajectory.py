@@ -12,12 +12,13 @@ from toolemu.core.types import Frozen, ToolCall
 TRAJECTORY_SCHEMA_VERSION = 2
 """Bumped whenever the on-disk trajectory shape changes (2: each call's ``outcome``)."""
 
-StepKind = Literal["tool", "final", "parse_error", "tool_error"]
+StepKind = Literal["tool", "final", "parse_error", "tool_error", "ask_user"]
+"""``ask_user``: the agent ended its turn with a question and the simulated user answered (``observation``)."""
 CallOutcome = Literal["executed", "rejected", "errored"]
 """What became of a parsed tool call: the tool ran and answered (``executed``); the env refused it before
 dispatch, for an unknown tool or bad arguments (``rejected``); the tool was reached but failed, with a
 tool-level error the agent saw or an infra failure (``errored``)."""
-Boundary = Literal["llm", "agent", "emulator", "judge", "sandbox", "check", "toolkit", "infra"]
+Boundary = Literal["llm", "agent", "emulator", "judge", "sandbox", "check", "toolkit", "npc", "infra"]
 
 
 class ErrorRecord(Frozen):
@@ -57,7 +58,7 @@ class Step(Frozen):
     observation: str = ""
     """What the agent saw back."""
     final_answer: str | None = None
-    """The final answer, for ``kind="final"``."""
+    """The final answer, for ``kind="final"``; for ``kind="ask_user"``, the question the user answered."""
     hidden_notes: str | None = None
     """Emulator or sandbox notes; never shown to the agent."""
 

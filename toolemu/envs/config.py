@@ -29,6 +29,13 @@ class EnvConfig(BaseModel):
     """Model that plays emulated tools."""
     judge_model: ModelRef = None
     """Default model for every judge."""
+    npc_model: ModelRef = None
+    """Model that plays the case's NPC coworkers (each NPC is its own role with its own memory)."""
+    user_model: ModelRef = None
+    """Model that plays the simulated user; ``None`` means the NPC model's setting."""
+    simulated_user: bool = True
+    """Let the case's simulated user answer when the agent ends its turn with a question; off, such a question
+    is the final answer (single-turn, as ToolEmu scores it)."""
     base_url: str | None = None
     """Endpoint for model spec strings that name an OpenAI-compatible model."""
     api_key: str | None = None

@@ -16,9 +16,12 @@ class EpisodeModels:
     emulator: ChatModel | None
     judge: ChatModel | None
     judges: Judges | None
+    npc: ChatModel | None = None
+    user: ChatModel | None = None
 
     @classmethod
-    def from_config(cls, config: EnvConfig, *, needs_emulator: bool) -> EpisodeModels:
+    def from_config(cls, config: EnvConfig, *, needs_emulator: bool, needs_npc: bool = False,
+                    needs_user: bool = False) -> EpisodeModels:
         """Resolves each role's model; ``None`` in the config means the default backend."""
 
         def resolve(ref: ModelRef) -> ChatModel:
@@ -27,9 +30,12 @@ class EpisodeModels:
         judge = resolve(config.judge_model) if config.evaluate is True else None
         emulator = resolve(config.emulator_model) if needs_emulator else None
         judges = build_judges(config.evaluation, judge) if judge is not None else None
-        return cls(emulator=emulator, judge=judge, judges=judges)
+        npc = resolve(config.npc_model) if needs_npc else None
+        user = resolve(config.user_model if config.user_model is not None else config.npc_model) if needs_user else None
+        return cls(emulator=emulator, judge=judge, judges=judges, npc=npc, user=user)
 
     def versions(self) -> dict[str, str]:
         """Model names by role, for the trajectory record."""
-        roles = {"emulator_model": self.emulator, "judge_model": self.judge}
+        roles = {"emulator_model": self.emulator, "judge_model": self.judge, "npc_model": self.npc,
+                 "user_model": self.user}
         return {role: m.name for role, m in roles.items() if m is not None}

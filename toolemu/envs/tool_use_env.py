@@ -27,7 +27,7 @@ from toolemu.core.errors import (
     ToolCallError,
 )
 from toolemu.core.render import render_tool_specs
-from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, NpcMessage, Step, Trajectory
+from toolemu.core.trajectory import Boundary, EpisodeStatus, ErrorRecord, NpcMessage, Step, Trajectory
 from toolemu.core.types import EmulationContext
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs.action import action_text, parse_action
@@ -55,6 +55,7 @@ from toolemu.testcases import Case, load_case
 from toolemu.testcases.checker import check_case_for_env, check_case_tools
 from toolemu.toolkits import ToolBox, builtin_toolkit_specs, find_specs_near, is_real_toolkit
 from toolemu.toolkits.base import EpisodeSetup
+from toolemu.toolkits.chat import PEOPLE_VERSION, SimulatedUser, asks_user
 from toolemu.toolkits.emulated import EMULATOR_VERSION
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,11 @@ DEFAULT_MAX_STEPS_REAL = 30
 @cache
 def _first_observation_template() -> str:
     return resources.files("toolemu.envs").joinpath("prompts", "first_observation.md").read_text(encoding="utf-8")
+
+
+@cache
+def _user_note() -> str:
+    return resources.files("toolemu.envs").joinpath("prompts", "user_available.md").read_text(encoding="utf-8").strip()
 
 
 def _with_overrides(base: EnvConfig, overrides: dict[str, object]) -> EnvConfig:
@@ -117,7 +123,9 @@ class ToolEmuEnv(gym.Env[str, str]):
         # what it does not have, is a one-line CaseError here, never a score at the end of an episode.
         check_case_for_env(self.case, evaluate=self.config.evaluate)
         needs_emulator = any(not is_real_toolkit(n) or (n in specs and n not in real) for n in self.case.toolkits)
-        self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator)
+        wants_user = self.case.user is not None and self.config.simulated_user
+        self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator,
+                                                needs_npc=bool(self.case.npcs), needs_user=wants_user)
         self.toolbox = ToolBox.build(
             self.case.toolkits,
             specs=specs,
@@ -125,6 +133,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             emulator_mode=self.config.emulator_mode,
             real=self.config.real_toolkits,
             sandbox_config=self.config.sandbox,
+            npc_model=self.models.npc,
         )
         try:
             check_case_tools(self.case, {spec.toolkit: spec for spec in self.toolbox.specs})
@@ -143,6 +152,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         self._seed: int | None = None
         self._npc_messages: list[NpcMessage] = []
         self._loop_guard = LoopGuard(self.config.loop_guard)
+        self._user: SimulatedUser | None = None
 
     # -- Gymnasium API -------------------------------------------------------------------------------------
 
@@ -167,11 +177,16 @@ class ToolEmuEnv(gym.Env[str, str]):
             ),
             environment=case.environment,
             seed=self._seed,
+            npcs=case.npcs,
         )
         self.toolbox.reset(setup)
         obs = _first_observation_template().format(
             tools=render_tool_specs(self.toolbox.specs), instruction=case.instruction
         )
+        self._user = None
+        if case.user is not None and self.models.user is not None:
+            self._user = SimulatedUser(case.user, case.instruction, self.models.user, seed=self._seed)
+            obs += "\n\n" + _user_note()
         return obs, self._info()
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -199,6 +214,9 @@ class ToolEmuEnv(gym.Env[str, str]):
             self._parse_errors += 1
             self._steps.append(Step(index=index, kind="parse_error", action_text=action, observation=str(e)))
             return self._after_step(str(e))
+        if parsed.kind == "final" and self._user is not None and asks_user(parsed.final_answer):
+            return self._ask_user(Step(index=index, kind="ask_user", action_text=action, thought=parsed.thought,
+                                       final_answer=parsed.final_answer))
         if parsed.kind == "final":
             self._steps.append(Step(index=index, kind="final", action_text=action, thought=parsed.thought,
                                     final_answer=parsed.final_answer))
@@ -217,7 +235,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             return self._tool_error(Step(index=index, kind="tool_error", action_text=action, thought=parsed.thought,
                                          tool_call=call, outcome="errored", observation=f"Error: {e}"))
         except InfraError as e:
-            boundary = e.boundary if e.boundary in ("llm", "emulator", "sandbox", "toolkit") else "infra"
+            boundary = e.boundary if e.boundary in ("llm", "emulator", "sandbox", "toolkit", "npc") else "infra"
             self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
                                     tool_call=call, outcome="errored", observation=""))
             return self._finish("error", "", ErrorRecord.from_exception(e, boundary))  # type: ignore[arg-type]
@@ -264,6 +282,20 @@ class ToolEmuEnv(gym.Env[str, str]):
         super().close()
 
     # -- internals -----------------------------------------------------------------------------------------
+
+    def _ask_user(self, step: Step) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """The agent ended its turn with a question: the simulated user answers, and the episode goes on."""
+        if self._user is None:
+            raise EnvStateError("no simulated user in this episode")
+        try:
+            reply = self._user.answer(step.final_answer or "")
+        except InfraError as e:
+            self._steps.append(step)
+            boundary: Boundary = "llm" if e.boundary == "llm" else "npc"
+            return self._finish("error", "", ErrorRecord.from_exception(e, boundary))
+        observation = f"User: {self._cut(reply)}"
+        self._steps.append(step.model_copy(update={"observation": observation}))
+        return self._after_step(observation)
 
     def _tool_error(self, step: Step) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         self._tool_errors += 1
@@ -313,8 +345,12 @@ class ToolEmuEnv(gym.Env[str, str]):
             final_answer=final,
             status="error" if error is not None else (self._status or "running"),
             error=error,
-            versions={"env": ENV_VERSION, "emulator": EMULATOR_VERSION, **self.models.versions()},
+            versions={"env": ENV_VERSION, "emulator": EMULATOR_VERSION, **self._people_version(),
+                      **self.models.versions()},
         )
+
+    def _people_version(self) -> dict[str, str]:
+        return {"people": PEOPLE_VERSION} if self.case.npcs or self._user is not None else {}
 
     def _finish(self, status: EpisodeStatus, observation: str,
                 error: ErrorRecord | None = None) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -325,7 +361,7 @@ class ToolEmuEnv(gym.Env[str, str]):
                 capture = capture_episode(self.case, self.toolbox, capture.trajectory,
                                           run_checks=self.config.evaluate is not False,
                                           timeout_s=self.config.check_timeout_s,
-                                          messages=self._npc_messages)
+                                          messages=[*self._npc_messages, *self.toolbox.messages()])
             except InfraError as e:
                 error = ErrorRecord.from_exception(e, "sandbox")
         if error is not None:

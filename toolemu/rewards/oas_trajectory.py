@@ -8,6 +8,7 @@ Format (one block per event, blocks joined by a blank line when an evaluator tak
     <tool output>
 
     UNPARSED ACTION                the agent's raw text when it could not be parsed, then its OBSERVATION
+    QUESTION to user / USER REPLY  a question the simulated user answered, then the answer
     MESSAGE to <npc> / MESSAGE from <npc>
     <text>                         the NPC conversation, in order, after the steps
     FINAL ANSWER
@@ -44,6 +45,10 @@ def render_oas_blocks(trajectory: Trajectory, messages: Sequence[NpcMessage] = (
     for step in trajectory.steps:
         if step.kind == "final":
             final_answer = step.final_answer if step.final_answer is not None else final_answer
+            continue
+        if step.kind == "ask_user":
+            blocks.append(f"QUESTION to user\n{step.final_answer or ''}\nUSER REPLY\n"
+                          f"{step.observation.removeprefix('User: ')}")
             continue
         if step.tool_call is not None:
             lines = [f"ACTION {step.tool_call.tool}"]

@@ -27,14 +27,13 @@ def _where(case: Case) -> str:
 
 
 def _check_toolkits(case: Case, known: Collection[str]) -> None:
+    known = {*known, CHAT_TOOLKIT}
     if not case.toolkits:
         raise CaseError(f"{_where(case)}: toolkits: empty; name at least one toolkit")
     for i, name in enumerate(case.toolkits):
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" Did you mean `{close[0]}`?" if close else " Add its spec JSON under a toolkits/ folder."
-            if name == CHAT_TOOLKIT and case.npcs:
-                hint = " Chat with simulated coworkers (NPCs) is not available yet: the case loads but cannot run."
             raise CaseError(f"{_where(case)}: toolkits[{i}]: toolkit `{name}` is not known.{hint}")
 
 
@@ -113,6 +112,7 @@ def check_case(
         CaseError: One line naming the case, the field and the problem.
     """
     _check_toolkits(case, set(toolkit_specs) | set(known_toolkits))
+    _check_people(case)
     if not (case.expected_achievements or case.checks or case.unsafe_behavior.strip()):
         raise CaseError(
             f"{_where(case)}: no criteria; add expected_achievements, checks or unsafe_behavior to grade it"
@@ -137,18 +137,32 @@ def check_case(
 
 # ---- checks run when an env is made (ToolEmuEnv construction) ----
 
-_UNIMPLEMENTED = "is not implemented yet, so the case cannot run or be graded; remove it or run another case"
+def _check_people(case: Case) -> None:
+    """NPCs are reachable (the ``Chat`` toolkit), uniquely named, and ``message_sent`` checks can see a message.
 
-
-def _check_implemented(case: Case) -> None:
-    """Schema features with nothing behind them yet: refused, never scored as safe."""
-    if case.npcs:
-        raise CaseError(f"{_where(case)}: npcs: chat with simulated coworkers (NPCs) {_UNIMPLEMENTED}")
-    if case.user is not None:
-        raise CaseError(f"{_where(case)}: user: the simulated user {_UNIMPLEMENTED}")
+    A ``message_sent`` check on a case where nobody can be messaged, or naming someone who is not there, could
+    never fire: it would pass every run vacuously, so it is refused.
+    """
+    has_chat = CHAT_TOOLKIT in case.toolkits
+    if has_chat and not case.npcs:
+        raise CaseError(f"{_where(case)}: toolkits: `{CHAT_TOOLKIT}` needs someone to talk to; add npcs")
+    if case.npcs and not has_chat:
+        raise CaseError(f"{_where(case)}: npcs: the agent reaches NPCs only through the `{CHAT_TOOLKIT}` toolkit; "
+                        f"add `{CHAT_TOOLKIT}` to toolkits")
+    names = [n.name.casefold() for n in case.npcs]
+    if len(names) != len(set(names)):
+        dup = next(n.name for n in case.npcs if names.count(n.name.casefold()) > 1)
+        raise CaseError(f"{_where(case)}: npcs: two NPCs are named `{dup}`; names must differ (case-insensitively)")
     for i, check in enumerate(case.checks):
-        if isinstance(check, MessageSentCheck):
-            raise CaseError(f"{_where(case)}: checks[{i}].kind: `message_sent` needs NPC chat, which {_UNIMPLEMENTED}")
+        if not isinstance(check, MessageSentCheck):
+            continue
+        if not case.npcs:
+            raise CaseError(f"{_where(case)}: checks[{i}]: `message_sent` on a case without npcs can never fire; "
+                            f"add npcs and the `{CHAT_TOOLKIT}` toolkit, or remove the check")
+        if check.npc is not None and check.npc.casefold() not in names:
+            people = ", ".join(n.name for n in case.npcs)
+            raise CaseError(f"{_where(case)}: checks[{i}].npc: `{check.npc}` is not an NPC of this case "
+                            f"(npcs: {people})")
 
 
 def _check_grading(case: Case, evaluate: bool | str) -> None:
@@ -172,14 +186,14 @@ def _check_grading(case: Case, evaluate: bool | str) -> None:
 def check_case_for_env(case: Case, *, evaluate: bool | str = True) -> None:
     """The checks ``ToolEmuEnv`` runs on its case before building toolkits (tool names come after).
 
-    Requires: no unimplemented feature (NPCs, a simulated user, ``message_sent`` checks); the grading
+    Requires: NPCs reachable through ``Chat`` and ``message_sent`` checks that can fire; the grading
     criteria the chosen ``evaluate`` mode reads (rule checks for ``"rules"``; a safety criterion for
     ``True``); unique check ids, compilable regexes, python check files that exist.
 
     Raises:
         CaseError: One line naming the case, its file, the field and the problem.
     """
-    _check_implemented(case)
+    _check_people(case)
     _check_grading(case, evaluate)
     ids = [c.id for c in case.checks if c.id is not None]
     if len(ids) != len(set(ids)):

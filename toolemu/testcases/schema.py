@@ -7,6 +7,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+# The people of a case live in core (the chat toolkit plays them); re-exported here with the rest of the schema.
+from toolemu.core.people import NpcIntent as NpcIntent
+from toolemu.core.people import NpcSpec as NpcSpec
+from toolemu.core.people import Pushiness as Pushiness
+from toolemu.core.people import UserSpec as UserSpec
 from toolemu.core.types import EnvironmentSpec, Frozen, ToolCall
 
 
@@ -147,30 +152,6 @@ Check = Annotated[
     | PythonCheck,
     Field(discriminator="kind"),
 ]
-
-
-class NpcSpec(Frozen):
-    """A simulated coworker the agent can chat with."""
-
-    name: str
-    """How the agent addresses them."""
-    profile: str = ""
-    """Who they are (role, manner)."""
-    goal: str = ""
-    """What they want from the conversation (hidden from the agent)."""
-    extra_info: str = ""
-    """Private facts they know."""
-    strategy_hint: str = ""
-    """How they pursue their goal."""
-
-
-class UserSpec(Frozen):
-    """The simulated user who may answer the agent's clarifying questions."""
-
-    persona: str = ""
-    """How the user behaves."""
-    max_replies: int = 0
-    """How many clarifying questions the user answers; 0 means none."""
 
 
 class ReferenceRun(Frozen):

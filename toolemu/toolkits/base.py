@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from toolemu.core.people import NpcSpec
 from toolemu.core.trajectory import Step
 from toolemu.core.types import EmulationContext, EnvironmentSpec, Frozen, ToolCall, ToolkitSpec
 
@@ -20,6 +21,8 @@ class EpisodeSetup(Frozen):
     """Seed files and env vars for real toolkits."""
     seed: int | None = None
     """Episode seed."""
+    npcs: tuple[NpcSpec, ...] = ()
+    """The case's NPCs, for the ``Chat`` toolkit (their hidden goals never reach the agent)."""
 
 
 class ToolResult(Frozen):

@@ -12,6 +12,7 @@ from toolemu.core.trajectory import FinalState, NpcMessage, Step
 from toolemu.core.types import ToolCall, ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.toolkits.base import EpisodeSetup, Toolkit, ToolResult
+from toolemu.toolkits.chat import CHAT_TOOLKIT, ChatToolkit
 from toolemu.toolkits.emulated import EmulatedToolkit, EmulatorMode
 from toolemu.toolkits.real import REAL_TOOLKITS, is_real_toolkit
 from toolemu.toolkits.sandbox import Sandbox, SandboxConfig
@@ -41,16 +42,25 @@ class ToolBox:
         emulator_mode: EmulatorMode = "standard",
         real: Collection[str] = (),
         sandbox_config: SandboxConfig | None = None,
+        npc_model: ChatModel | None = None,
     ) -> ToolBox:
         """Resolves toolkit ids.
 
         A name is real when it is a real toolkit and either has no emulated spec or is listed in ``real``
-        (so an imported ToolEmu ``Terminal`` case can run on the sandboxed terminal on request).
+        (so an imported ToolEmu ``Terminal`` case can run on the sandboxed terminal on request). ``Chat`` is the
+        NPC chat, played by ``npc_model``.
 
         Raises:
             NotRegisteredError: a name is neither a known spec nor a real toolkit.
-            ConfigError: an emulated toolkit is needed but no emulator model was given.
+            ConfigError: an emulated toolkit is needed but no emulator model was given, or ``Chat`` without an
+                NPC model.
         """
+        chat = CHAT_TOOLKIT in names and CHAT_TOOLKIT not in specs
+        if chat and npc_model is None:
+            raise ConfigError("toolkit Chat needs a model to play the NPCs: pass npc_model=... (a ChatModel or a "
+                              "model spec such as 'llama:embedded')")
+        case_order = {n: i for i, n in enumerate(names)}
+        names = [n for n in names if not (chat and n == CHAT_TOOLKIT)]
         unknown = [n for n in real if not is_real_toolkit(n)]
         if unknown:
             raise NotRegisteredError("real toolkit", unknown[0], REAL_TOOLKITS)
@@ -73,12 +83,13 @@ class ToolBox:
             if emulator_model is not None:
                 kits += [EmulatedToolkit(specs[n], emulator_model, mode=emulator_mode, peers=peers)
                          for n in emulated_names]
+            if chat and npc_model is not None:
+                kits.append(ChatToolkit(npc_model))
         except BaseException:
             if sandbox is not None:
                 sandbox.close()
             raise
-        order = {n: i for i, n in enumerate(names)}
-        kits.sort(key=lambda k: order.get(k.spec.toolkit, len(order)))
+        kits.sort(key=lambda k: case_order.get(k.spec.toolkit, len(case_order)))
         return cls(kits, sandbox)
 
     @property
@@ -119,6 +130,10 @@ class ToolBox:
         """Stops every process the agent started in the sandbox (if any); its files stay for the snapshot."""
         if self.sandbox is not None:
             self.sandbox.stop()
+
+    def messages(self) -> tuple[NpcMessage, ...]:
+        """The episode's chat with NPCs so far (both ways, in order); empty without a ``Chat`` toolkit."""
+        return tuple(m for kit in self.toolkits if isinstance(kit, ChatToolkit) for m in kit.messages)
 
     def final_state(self, messages: Sequence[NpcMessage] = ()) -> FinalState:
         """Stops the agent's processes and snapshots the world the episode left behind.
