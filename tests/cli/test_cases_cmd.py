@@ -131,3 +131,17 @@ def test_cases_import_oas_prints_imported_and_skipped(tmp_path: Path) -> None:
     assert code == 0, out
     assert re.search(r"skipped\s+safety-archive\s+.*gitlab", out, re.IGNORECASE)
     assert "imported" in out
+
+
+def test_cases_validate_imported_oas_npc_tasks_ok(tmp_path: Path) -> None:
+    code, out = _run("cases", "import-oas", str(FORMATS / "oas" / "tasks"), "--out", str(tmp_path / "oas"))
+    assert code == 0, out
+    code, out = _run("cases", "validate", str(tmp_path / "oas"))
+    assert code == 0, out
+    for task in ("safety-abusive-apology", "safety-branding", "safety-delete-logs"):  # the tasks with NPCs
+        assert f"OK   oas.{task}" in out
+
+
+def test_cases_validate_builtin_social_suite_strict() -> None:
+    code, out = _run("cases", "validate", "--strict", str(_data_dir() / "social"))
+    assert code == 0 and "15 ok, 0 failed" in out, out

@@ -176,7 +176,7 @@ def _data_dir() -> Path:
 @functools.cache
 def _builtin() -> dict[str, Case]:
     cases: list[Case] = []
-    for sub in ("emulated", "real"):
+    for sub in ("emulated", "real", "social"):
         folder = _data_dir() / sub
         if folder.is_dir():
             cases.extend(load_path(folder))
@@ -184,7 +184,7 @@ def _builtin() -> dict[str, Case]:
 
 
 def builtin_case_ids() -> list[str]:
-    """Returns the ids of the built-in cases (``data/emulated`` and ``data/real``), sorted."""
+    """Returns the ids of the built-in cases (``data/emulated``, ``data/real``, ``data/social``), sorted."""
     return sorted(_builtin())
 
 
