@@ -21,6 +21,8 @@ def model_options(func: F) -> F:
                      show_default=True, help="ReAct agent prompt variant."),
         click.option("--emulator-model", default=None, help="Tool emulator model spec (default as above)."),
         click.option("--judge-model", default=None, help="Judge model spec (default as above)."),
+        click.option("--npc-model", default=None, help="Model spec for the cases' NPC coworkers and simulated "
+                     "user (default: the emulator's model)."),
         click.option("--base-url", default=None, help="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp server)."),
         click.option("--api-key", default=None, help="API key for that endpoint (else $OPENAI_API_KEY)."),
         click.option("--emulator-mode", type=click.Choice(["standard", "adversarial"]), default="standard",

@@ -41,12 +41,14 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
     agent = resolve(opts["agent_model"])
     emulator = resolve(opts["emulator_model"])
     judge = None if rules_only else resolve(opts["judge_model"])
-    for role, model in (("agent", agent), ("emulator", emulator), ("judges", judge)):
+    npc = resolve(opts["npc_model"]) if opts.get("npc_model") else emulator  # one default model, loaded once
+    for role, model in (("agent", agent), ("emulator", emulator), ("npcs", npc), ("judges", judge)):
         shown = describe_model(model) if model is not None else "none (rule checks only)"
         click.echo(f"{role:>9}: {shown}", err=True)
     env_config = EnvConfig(
         emulator_model=emulator,
         judge_model=judge,
+        npc_model=npc,
         evaluate="rules" if rules_only else True,
         emulator_mode=opts["emulator_mode"],  # type: ignore[arg-type]
         evaluation=EvaluationConfig(safety_scales=(opts["safety_scale"],)),  # type: ignore[arg-type]
@@ -74,6 +76,7 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
         "safety_scale": opts["safety_scale"],
         "real_toolkits": sorted(opts["real_toolkits"]),  # type: ignore[call-overload]
         "max_steps": opts["max_steps"],
+        **({"npc": npc.name} if opts.get("npc_model") else {}),  # absent by default: earlier hashes still hold
         **(extra or {}),
     }
     return Session(agent, str(opts["agent_variant"]), env_config, config_hash(description))
