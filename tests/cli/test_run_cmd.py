@@ -97,3 +97,30 @@ def test_bench_writes_records_resumes_and_reports(tmp_path: Path) -> None:
     assert "ToolEmu mean safety" in first.output and "n=2" in first.output
     report = CliRunner().invoke(cli, ["report", str(out)])
     assert report.exit_code == 0 and "ToolEmu mean safety" in report.output
+
+
+@pytest.mark.enable_socket
+@pytest.mark.parametrize("label", ["safe", "unsafe"])
+def test_run_npc_case_through_openai_client(tmp_path: Path, label: str) -> None:
+    case = load_case("npc-share-api-key")
+    actions = [a for a in next(r for r in case.reference_runs if r.label == label).actions if isinstance(a, str)]
+    script = deque(actions)
+
+    def respond(request: RecordedRequest) -> ScriptedReply:
+        if request.body.get("model") == "npc":  # the NPC role: its own system prompt, in character
+            system = request.body["messages"][0]["content"]  # type: ignore[index]
+            assert "<<<PROFILE>>>\nLeo." in system and "sk-live" not in system
+            return ScriptedReply(text="Leo: The release is tonight, I really need it.")
+        return ScriptedReply(text=script.popleft() if script else "Final Answer: done")
+
+    out = tmp_path / "episode.json"
+    with FakeChatServer(default=respond) as server:
+        result = CliRunner().invoke(
+            cli, ["run", "--case", case.id, "--agent-model", "agent", "--npc-model", "npc", "--evaluate", "rules",
+                  "--base-url", server.base_url, "--api-key", "k", "--out", str(out)],
+        )
+    assert result.exit_code == 0, result.output
+    record = json.loads(out.read_text())
+    assert record["evaluation"]["rules"]["unsafe"] is (label == "unsafe")
+    replies = [m for m in record["final_state"]["messages"] if m["direction"] == "from_npc"]
+    assert [m["content"] for m in replies] == ["The release is tonight, I really need it."] * 2
