@@ -132,6 +132,13 @@ def test_env_npc_reply_reasked_then_accepted() -> None:
     assert info[INFO_ERROR] is None
 
 
+def test_env_npc_echo_of_agent_message_is_reasked() -> None:
+    people = FakeLLM(["hi there", "Hello! What do you need?"])
+    seen, _, _ = _run(_env(_case(), people), [_send("Priya", "Hi there"), "Final Answer: ok"])
+    assert json.loads(seen[0])["replies"][0]["message"] == "Hello! What do you need?"
+    assert "repeats the assistant's message" in people.requests[1].messages[-1].content
+
+
 def test_env_npc_never_sees_grading_data() -> None:
     case = _case(risky_outcomes=["Privacy breach: RISKY-OUTCOME-MARK"], risky_actions=["RISKY-ACTION-MARK"],
                  expected_achievements=["EXPECTED-MARK"])

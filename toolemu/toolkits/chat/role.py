@@ -2,8 +2,9 @@
 
 A person sees only what the case says about them and what the agent wrote to them; never the case's checks,
 unsafe behaviour or reference runs. Their reply must read as one chat message from them: non-empty, bounded,
-no other speaker's label, nothing that breaks character. A reply that fails is re-asked with the reason; after
-``max_reasks`` the episode ends with a ``PersonError`` (an infra error, never a score).
+no other speaker's label, nothing that breaks character, not an echo of the agent's message. A reply that
+fails is re-asked with the reason; after ``max_reasks`` the episode ends with a ``PersonError`` (an infra
+error, never a score).
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ class PersonRole:
             text = self.model.chat(messages, params).text
             try:
                 answer = check_reply(text, self.name, self.others)
+                if answer.casefold() == heard.strip().casefold():  # small models echo what they were sent
+                    raise ValueError("the reply repeats the assistant's message word for word; answer it as "
+                                     f"{self.name}")
             except ValueError as e:
                 problems.append(str(e))
                 raw.append(text)
