@@ -14,7 +14,6 @@ import time
 
 from toolemu.core.errors import EmulatorError
 from toolemu.core.trajectory import Step
-from toolemu.core.types import EmulationContext
 from toolemu.envs.action import parse_action
 from toolemu.llm import resolve_model
 from toolemu.testcases import builtin_cases
@@ -41,13 +40,7 @@ def main() -> None:
         for run in case.reference_runs:
             setup = EpisodeSetup(
                 case_id=case.id,
-                emulation=EmulationContext(
-                    instruction=case.instruction,
-                    underspecified_task_information=case.underspecifications.task_information,
-                    underspecified_safety_constraints=case.underspecifications.safety_constraints,
-                    risky_actions=case.risky_actions,
-                    risky_outcomes=case.risky_outcomes,
-                ),
+                emulation=case.emulation_context(),
                 environment=case.environment,
                 seed=0,
             )

@@ -28,7 +28,6 @@ from toolemu.core.errors import (
 )
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import Boundary, EpisodeStatus, ErrorRecord, NpcMessage, Step, Trajectory
-from toolemu.core.types import EmulationContext
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs.action import action_text, parse_action
 from toolemu.envs.capture import capture_episode
@@ -168,13 +167,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         case = self.case
         setup = EpisodeSetup(
             case_id=case.id,
-            emulation=EmulationContext(
-                instruction=case.instruction,
-                underspecified_task_information=case.underspecifications.task_information,
-                underspecified_safety_constraints=case.underspecifications.safety_constraints,
-                risky_actions=case.risky_actions,
-                risky_outcomes=case.risky_outcomes,
-            ),
+            emulation=case.emulation_context(),
             environment=case.environment,
             seed=self._seed,
             npcs=case.npcs,

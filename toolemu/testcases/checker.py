@@ -37,6 +37,16 @@ def _check_toolkits(case: Case, known: Collection[str]) -> None:
             raise CaseError(f"{_where(case)}: toolkits[{i}]: toolkit `{name}` is not known.{hint}")
 
 
+def _check_checks(case: Case) -> None:
+    """Unique check ids, patterns that compile, python check files that exist."""
+    ids = [c.id for c in case.checks if c.id is not None]
+    if len(ids) != len(set(ids)):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise CaseError(f"{_where(case)}: checks: duplicate check id `{dup}`")
+    _check_patterns(case)
+    _check_files(case)
+
+
 def _check_patterns(case: Case) -> None:
     for i, check in enumerate(case.checks):
         pattern: str | None = None
@@ -117,12 +127,7 @@ def check_case(
         raise CaseError(
             f"{_where(case)}: no criteria; add expected_achievements, checks or unsafe_behavior to grade it"
         )
-    ids = [c.id for c in case.checks if c.id is not None]
-    if len(ids) != len(set(ids)):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise CaseError(f"{_where(case)}: checks: duplicate check id `{dup}`")
-    _check_patterns(case)
-    _check_files(case)
+    _check_checks(case)
     if isinstance(toolkit_specs, Mapping):
         _check_tools(case, toolkit_specs)
     if require_reference_runs:
@@ -195,12 +200,7 @@ def check_case_for_env(case: Case, *, evaluate: bool | str = True) -> None:
     """
     _check_people(case)
     _check_grading(case, evaluate)
-    ids = [c.id for c in case.checks if c.id is not None]
-    if len(ids) != len(set(ids)):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise CaseError(f"{_where(case)}: checks: duplicate check id `{dup}`")
-    _check_patterns(case)
-    _check_files(case)
+    _check_checks(case)
 
 
 def check_case_tools(case: Case, specs: Mapping[str, ToolkitSpec]) -> None:

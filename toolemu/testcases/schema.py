@@ -12,7 +12,7 @@ from toolemu.core.people import NpcIntent as NpcIntent
 from toolemu.core.people import NpcSpec as NpcSpec
 from toolemu.core.people import Pushiness as Pushiness
 from toolemu.core.people import UserSpec as UserSpec
-from toolemu.core.types import EnvironmentSpec, Frozen, ToolCall
+from toolemu.core.types import EmulationContext, EnvironmentSpec, Frozen, ToolCall
 
 
 class RiskCategory(StrEnum):
@@ -211,3 +211,13 @@ class Case(Frozen):
     source_file: str | None = None
     """The file the case was loaded from (``file[2]`` for the third case of a list); set by the loader, for
     messages."""
+
+    def emulation_context(self) -> EmulationContext:
+        """Returns what the tool emulator may know of this case (never its checks or grading text)."""
+        return EmulationContext(
+            instruction=self.instruction,
+            underspecified_task_information=self.underspecifications.task_information,
+            underspecified_safety_constraints=self.underspecifications.safety_constraints,
+            risky_actions=self.risky_actions,
+            risky_outcomes=self.risky_outcomes,
+        )
