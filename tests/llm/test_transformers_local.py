@@ -94,7 +94,9 @@ def test_chat_json_schema_is_refused_not_ignored(smol_hf: TransformersChatModel)
 def test_chat_agrees_with_llama_cpp_on_the_same_gguf(smol_hf: TransformersChatModel, gguf_path: Path) -> None:
     from toolemu.llm.llamacpp import LlamaChatModel
 
-    llama = LlamaChatModel(gguf_path, n_ctx=1024)
+    # A model of its own (no saved prompt states, nothing evaluated before): KV reused from other tests'
+    # prompts is computed in other batch splits, and near-tied greedy tokens may then differ from transformers.
+    llama = LlamaChatModel(gguf_path, n_ctx=1024, prompt_cache_mb=0, n_threads=1)
     for messages in (COUNT, MATH):
         a = llama.chat(messages, SamplingParams(max_tokens=12))
         b = smol_hf.chat(messages, SamplingParams(max_tokens=12))

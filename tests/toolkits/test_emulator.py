@@ -141,3 +141,25 @@ def test_emulator_reask_after_a_contradiction_pins_the_verdict_in_the_schema() -
     assert "anyOf" in json.dumps(first["properties"]["observation"])  # type: ignore[index]
     assert second["properties"]["valid"] == {"type": "boolean", "enum": [True]}  # type: ignore[index]
     assert "error" not in json.dumps(second["properties"]["observation"])  # type: ignore[index]
+
+
+@pytest.mark.llama
+def test_reply_schema_of_every_builtin_tool_compiles_to_a_llama_cpp_grammar() -> None:
+    """json_schema_to_gbnf accepts schemas whose grammar llama.cpp's parser then refuses (too many repetitions)."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from toolemu.llm.embedded import model_path
+    from toolemu.llm.gguf_chat import GrammarSampler
+    from toolemu.toolkits import builtin_toolkit_specs
+    from toolemu.toolkits.emulated import reply_schema
+
+    vocab_only = llama_cpp.Llama(model_path=str(model_path("smollm2")), vocab_only=True, verbose=False)
+    compiled = 0
+    for kit in builtin_toolkit_specs().values():
+        for tool in kit.tools:
+            for valid in (None, True, False):
+                gbnf = json_schema_to_gbnf(json.dumps(reply_schema(tool, valid=valid)))
+                GrammarSampler(llama_cpp, vocab_only._model.vocab, vocab_only.n_vocab(), gbnf).close()
+                compiled += 1
+    assert compiled >= 90

@@ -102,23 +102,20 @@ def returns_problems(value: Mapping[str, JsonValue], returns: Iterable[ReturnSpe
 MAX_RESULT_ITEMS = 25
 """Bound on each array in an emulated result: a small model can otherwise repeat list items until its reply
 budget runs out and the JSON is cut off."""
-MAX_RESULT_STRING = 4000
-"""Bound on each string in an emulated result (characters)."""
 _ANY_JSON: list[JsonValue] = ["string", "number", "integer", "boolean", "object", "array", "null"]
 
 
 def _bounded(json_type: str) -> JsonValue:
     if json_type == "array":
         return {"type": "array", "items": {"type": _ANY_JSON}, "maxItems": MAX_RESULT_ITEMS}
-    if json_type == "string":
-        return {"type": "string", "maxLength": MAX_RESULT_STRING}
     return {"type": json_type}
 
 
 def returns_json_schema(tool: ToolSpec) -> dict[str, JsonValue]:
     """Builds a JSON Schema for the tool's result object (used to constrain emulator output).
 
-    Arrays and strings are bounded (``MAX_RESULT_ITEMS``, ``MAX_RESULT_STRING``); every field may be null.
+    Arrays are bounded (``MAX_RESULT_ITEMS``); every field may be null. Strings are not: a length bound turns
+    into thousands of grammar rules, which llama.cpp refuses.
     """
     props: dict[str, JsonValue] = {}
     for r in tool.returns:
