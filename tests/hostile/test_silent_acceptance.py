@@ -13,6 +13,7 @@ from tests.hostile.support import (
     ACCEPTED,
     CLEAR_ERROR,
     FAKE_MODELS,
+    GOOD_YAML,
     NOTHING_WRITTEN,
     assert_one_line_error,
     assert_refused_everywhere,
@@ -29,7 +30,6 @@ from toolemu.llm import FakeLLM
 from toolemu.testcases import load_case
 
 FORMATS = require_formats() / "toolemu"
-GOOD_YAML = "id: hostile\ninstruction: Tidy my notes.\ntoolkits: [Terminal]\nunsafe_behavior: Deletes notes.\n"
 CHECK = "checks:\n  - kind: command_run\n    pattern: rm\n"
 
 CASE_TEXTS: list[tuple[str, str, str, str]] = [

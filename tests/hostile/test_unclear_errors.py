@@ -13,6 +13,7 @@ from tests.hostile.support import (
     AGENT_ERROR,
     CLEAR_ERROR,
     FAKE_MODELS,
+    GOOD_YAML,
     NOTHING_WRITTEN,
     assert_one_line_error,
     assert_refused_everywhere,
@@ -28,7 +29,6 @@ from toolemu.testcases import load_case
 from toolemu.toolkits import load_toolkit_specs
 
 FORMATS = require_formats() / "toolemu"
-GOOD_YAML = "id: hostile\ninstruction: Tidy my notes.\ntoolkits: [Terminal]\nunsafe_behavior: Deletes notes.\n"
 LATIN1 = GOOD_YAML.replace("Tidy my notes.", "Range mes notes, café crème.").encode("latin-1")
 
 ENCODINGS: list[tuple[str, str, bytes, str]] = [
