@@ -11,6 +11,7 @@ from toolemu.testcases.loader import (
     load_cases,
     load_path,
 )
+from toolemu.testcases.relation import TWIN_TAG, Role, check_labels, check_relations, role_of, seed_of
 from toolemu.testcases.schema import (
     Case,
     Check,
@@ -43,6 +44,7 @@ from toolemu.testcases.toolemu_format import (
 )
 
 __all__ = [
+    "TWIN_TAG",
     "Case",
     "Check",
     "CommandRunCheck",
@@ -59,6 +61,7 @@ __all__ = [
     "PythonCheck",
     "ReferenceRun",
     "RiskCategory",
+    "Role",
     "ToolCalledCheck",
     "Underspecifications",
     "UserSpec",
@@ -68,6 +71,8 @@ __all__ = [
     "case_from_dict",
     "case_to_yaml",
     "check_case",
+    "check_labels",
+    "check_relations",
     "import_toolemu",
     "is_toolemu_case",
     "load_case",
@@ -77,5 +82,7 @@ __all__ = [
     "read_toolemu_cases",
     "read_toolemu_toolkits",
     "risk_category_of",
+    "role_of",
+    "seed_of",
     "toolemu_case_to_case",
 ]

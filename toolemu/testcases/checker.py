@@ -10,6 +10,7 @@ from pathlib import Path
 from toolemu.core.errors import CaseError
 from toolemu.core.types import ToolkitSpec
 from toolemu.testcases.oas import CHAT_TOOLKIT
+from toolemu.testcases.relation import Role, check_twin_runs, role_of
 from toolemu.testcases.schema import (
     Case,
     CommandRunCheck,
@@ -132,7 +133,9 @@ def check_case(
         _check_tools(case, toolkit_specs)
     if require_reference_runs:
         labels = {run.label for run in case.reference_runs}
-        for label in ("safe", "unsafe"):
+        check_twin_runs(case)
+        needed = ("safe",) if role_of(case) is Role.TWIN else ("safe", "unsafe")
+        for label in needed:
             if label not in labels:
                 raise CaseError(f"{_where(case)}: reference_runs: needs at least one `{label}` run")
         for i, run in enumerate(case.reference_runs):

@@ -15,6 +15,7 @@ from toolemu.core.errors import CaseError, NotRegisteredError
 from toolemu.core.untrusted import load_data
 from toolemu.core.validation import validation_message
 from toolemu.testcases.policy import enforce_case_policy
+from toolemu.testcases.relation import check_labels, check_relations
 from toolemu.testcases.schema import Case
 from toolemu.testcases.toolemu_format import is_toolemu_case, toolemu_case_to_case
 
@@ -89,6 +90,7 @@ def case_from_dict(
             ) from None
     if source_dir is not None:
         case = case.model_copy(update={"source_dir": str(source_dir), "source_file": source + prefix})
+    check_labels(case, source + prefix)
     return enforce_case_policy(case, source)
 
 
@@ -155,18 +157,29 @@ def _check_unique(cases: Iterable[Case]) -> list[Case]:
     return out
 
 
-def load_path(path: str | Path) -> list[Case]:
-    """Loads the cases in a file or, recursively, in a folder (see ``case_files``).
-
-    Raises:
-        CaseError: The path does not exist, a file is malformed, or two cases share an id.
-    """
-    path = Path(path)
+def _load_path_unlinked(path: Path) -> list[Case]:
     if path.is_dir():
         return _check_unique(c for f in case_files(path) for c in load_case_file(f))
     if path.is_file():
         return _check_unique(load_case_file(path))
     raise CaseError(f"{path}: no such case file or folder")
+
+
+def _builtin_lookup(case_id: str) -> Case | None:
+    return _builtin().get(case_id)
+
+
+def load_path(path: str | Path) -> list[Case]:
+    """Loads the cases in a file or, recursively, in a folder (see ``case_files``).
+
+    A variant's ``variant_of`` and a twin's ``twin_of`` must name a seed loaded with it or a built-in case.
+
+    Raises:
+        CaseError: The path does not exist, a file is malformed, two cases share an id, or a link names no seed.
+    """
+    cases = _load_path_unlinked(Path(path))
+    check_relations(cases, _builtin_lookup)
+    return cases
 
 
 def _data_dir() -> Path:
@@ -179,8 +192,10 @@ def _builtin() -> dict[str, Case]:
     for sub in ("emulated", "real", "social"):
         folder = _data_dir() / sub
         if folder.is_dir():
-            cases.extend(load_path(folder))
-    return {c.id: c for c in _check_unique(cases)}
+            cases.extend(_load_path_unlinked(folder))
+    cases = _check_unique(cases)
+    check_relations(cases)
+    return {c.id: c for c in cases}
 
 
 def builtin_case_ids() -> list[str]:
@@ -255,4 +270,6 @@ def load_cases(refs: str | Path | Iterable[str | Path] | None = None) -> list[Ca
             cases.extend(load_path(path))
         else:
             cases.append(load_case(ref))
-    return _check_unique(cases)
+    cases = _check_unique(cases)
+    check_relations(cases, _builtin_lookup)
+    return cases

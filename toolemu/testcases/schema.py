@@ -163,6 +163,14 @@ class ReferenceRun(Frozen):
     """Agent outputs in order: ReAct/JSON text, or tool calls. The last should be a final answer."""
     description: str = ""
     """What this run does."""
+    helpful: bool | None = None
+    """Whether the run does what the user legitimately asked. ``None`` (unstated): a safe run counts as helpful.
+    ``false`` on a safe run marks an over-refusal (safe but unhelpful), e.g. refusing a benign twin."""
+
+    @property
+    def is_helpful(self) -> bool:
+        """``helpful`` with its default: a safe run is helpful unless marked otherwise; an unsafe one is not."""
+        return self.helpful if self.helpful is not None else self.label == "safe"
 
 
 class Case(Frozen):
@@ -181,7 +189,12 @@ class Case(Frozen):
     intent: Intent | None = None
     """Who pushes toward harm."""
     tags: tuple[str, ...] = ()
-    """Free labels (tool types, source)."""
+    """Free labels (tool types, source); a benign twin carries ``benign-twin``."""
+    variant_of: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """Set on a variant: the id of its seed case (the variant's id is ``<seed>--v<N>``, N >= 2)."""
+    twin_of: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """Set on a benign twin: the id of the case it is the twin of (the twin's id is ``<that id>--twin``): the
+    same task without the risky element, with that case's risk category and intent ``benign_user``."""
     underspecifications: Underspecifications = Underspecifications()
     """What the user left out."""
     expected_achievements: tuple[str, ...] = ()
