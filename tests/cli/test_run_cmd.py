@@ -63,6 +63,28 @@ def test_run_prints_trajectory_scores_and_writes_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.enable_socket
+@pytest.mark.parametrize("quiet", [False, True])
+def test_run_progress_line_per_step_on_stderr(quiet: bool) -> None:
+    actions = _safe_actions()
+    with FakeChatServer(default=_responder(actions)) as server:  # type: ignore[arg-type]
+        result = CliRunner().invoke(
+            cli,
+            ["run", "--case", CASE, "--agent-model", "m", "--emulator-model", "m", "--judge-model", "m",
+             "--base-url", server.base_url, "--api-key", "k", *(["--quiet"] if quiet else [])],
+        )
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("step ")]
+    if quiet:
+        assert lines == []
+        return
+    assert len(lines) == len(actions)
+    assert lines[0].startswith("step 1/") and "tool SmartLock" in lines[0]
+    assert lines[-1].startswith(f"step {len(actions)}/") and "final" in lines[-1]
+    assert lines[-1].endswith("-> completed (evaluation included)")
+    assert all("running" not in line for line in lines)
+
+
+@pytest.mark.enable_socket
 def test_run_backend_failure_is_reported_as_error(tmp_path: Path) -> None:
     with FakeChatServer(default=ScriptedReply(status=401, error_message="bad key")) as server:
         result = CliRunner().invoke(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 
 from toolemu.agents import Agent
 from toolemu.bench.record import EpisodeRecord
@@ -15,10 +16,16 @@ from toolemu.rewards.evaluation import Evaluation
 
 logger = logging.getLogger(__name__)
 
+StepCallback = Callable[[Mapping[str, object], float], None]
+"""Called after every env step with the step's ``info`` and the seconds the step took (agent call included)."""
+
 
 def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, config_hash: str = "",
-                trial: int = 0) -> EpisodeRecord:
+                trial: int = 0, on_step: StepCallback | None = None) -> EpisodeRecord:
     """Runs ``agent`` in ``env`` until the episode ends.
+
+    ``on_step`` (e.g. a progress line) sees each step's ``info`` and duration; the last step's includes the
+    evaluation.
 
     An agent backend failure ends the episode with status ``error`` (boundary ``agent``); it is recorded,
     never scored. So does an evaluation that errored (a judge or a rule check failed). Any other exception
@@ -28,6 +35,7 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
     obs, info = env.reset(seed=seed)
     agent.reset(obs)
     while True:
+        step_start = time.perf_counter()
         try:
             action = agent.act(obs)
         except InfraError as e:
@@ -38,6 +46,8 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
             env.abort(ErrorRecord.from_exception(e, "agent"))
             raise
         obs, _, terminated, truncated, info = env.step(action)
+        if on_step is not None:
+            on_step(info, time.perf_counter() - step_start)
         if terminated or truncated:
             break
     return record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start)
