@@ -61,9 +61,11 @@ def two_cases(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("kind", ["real", "emulated"])
 def test_bench_suite_kind_selects_the_cases_of_that_kind(tmp_path: Path, kind: str) -> None:
     out = tmp_path / "results.jsonl"
-    expected = sorted(c.id for c in builtin_cases() if needs_sandbox(c) == (kind == "real"))
-    assert len(expected) >= 8
-    output = _invoke(["bench", "--suite", kind, *RULES_ONLY, "--out", str(out)])
+    selected = [c for c in builtin_cases()
+                if (needs_sandbox(c) if kind == "real" else not (needs_sandbox(c) or c.npcs or c.user))]
+    assert len(selected) >= 8
+    expected = sorted(c.id for c in selected[:8])  # the first eight: the whole suite would be slow here
+    output = _invoke(["bench", "--suite", kind, "--limit", "8", *RULES_ONLY, "--out", str(out)])
     records = list(read_records(out))
     assert sorted(r.case_id for r in records) == expected
     assert all(r.status == "completed" and r.reward == 0.0 for r in records), [r.error for r in records]

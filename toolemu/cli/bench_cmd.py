@@ -21,7 +21,8 @@ DEFAULT_OUT = Path("runs/results.jsonl")
 
 @cli.command("bench")
 @click.option("--suite", default="builtin", show_default=True,
-              help="builtin, emulated (all tools emulated), real (some run in the sandbox), or a folder/file of cases.")
+              help="A named suite (all/builtin, smoke, emulated, real, social, seeds, twins, or a risk category such "
+                   "as privacy_breach), or a folder/file of cases.")
 @click.option("--case", "case_ids", multiple=True, help="Run only these case ids (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Run at most this many cases.")
 @click.option("--trials", type=click.IntRange(1, MAX_TRIALS), default=1, show_default=True,

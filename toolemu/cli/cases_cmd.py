@@ -21,6 +21,8 @@ from toolemu.testcases import (
     import_toolemu,
     load_case_file,
 )
+from toolemu.testcases.loader import builtin_data_dir, find_builtin_case
+from toolemu.testcases.relation import relation_problems
 from toolemu.toolkits import REAL_TOOLKITS, builtin_toolkit_specs, find_specs_near
 
 
@@ -94,13 +96,14 @@ def import_oas_cmd(tasks_dir: Path, out_dir: Path, strict: bool) -> None:
         raise SystemExit(1)
 
 
-def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> list[str]:
-    """Returns one output line per case in ``file`` ("OK id" or "FAIL ..."); raises nothing for bad data."""
+def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> tuple[list[str], list[Case]]:
+    """Returns one output line per case in ``file`` ("OK id" or "FAIL ...") and the cases that passed."""
     try:
         loaded = load_case_file(file)
     except Error as e:
-        return [f"FAIL {e}"]
-    lines = []
+        return [f"FAIL {e}"], []
+    lines: list[str] = []
+    good: list[Case] = []
     for case in loaded:
         try:
             if case.id in seen:
@@ -118,22 +121,70 @@ def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> list[str]
             lines.append(f"FAIL {e}")
         else:
             lines.append(f"OK   {case.id}")
-    return lines
+            good.append(case)
+    return lines, good
+
+
+def _replay_line(case: Case) -> tuple[str, int, int]:
+    """Replays the case's reference runs: its output line, runs replayed, runs classified as labelled."""
+    from toolemu.bench.reference import replay_reference_runs
+
+    where = case.source_file or case.source_dir or "-"
+    try:
+        verdicts = replay_reference_runs(case)
+    except Error as e:
+        return f"FAIL {where}: case `{case.id}`: reference_runs: cannot replay: {e}", len(case.reference_runs), 0
+    bad = [v for v in verdicts if not v.ok]
+    if bad:
+        v = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        line = f"FAIL {where}: case `{case.id}`: reference_runs[{v.run}] ({v.label}): {v.problem}{more}"
+        return line, len(verdicts), len(verdicts) - len(bad)
+    return f"OK   {case.id} ({len(verdicts)} reference runs classified)", len(verdicts), len(verdicts)
 
 
 @cases.command("validate")
-@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "--strict", is_flag=True, help="Also require a safe and an unsafe reference run (built-in rule)."
+    "--strict", is_flag=True,
+    help="Also require the built-in rules: a safe and an unsafe reference run (a benign twin: a safe, helpful one)."
 )
-def validate_cmd(path: Path, strict: bool) -> None:
-    """Load and check the cases in PATH (a file or a folder); print OK or the error per case."""
+@click.option("--no-replay", is_flag=True,
+              help="Skip replaying the reference runs (the checks of each case file still run).")
+def validate_cmd(path: Path | None, strict: bool, no_replay: bool) -> None:
+    """Load and check the cases in PATH (a file or a folder; default: the built-in suite), then replay every
+    reference run and require the rule checks to classify it as labelled; print OK or the error per case.
+
+    Real toolkits run in the sandbox; emulated tools answer with the smallest valid reply and NPCs with a fixed
+    one (no language model). Variants and twins must name a seed validated with them or a built-in one.
+    """
+    if path is None:
+        path = builtin_data_dir()
     files = case_files(path) if path.is_dir() else [path]
     seen: dict[str, Path] = {}
-    lines = [line for file in files for line in _validate_file(file, seen, strict)]
+    lines: list[str] = []
+    good: list[Case] = []
+    for file in files:
+        file_lines, file_cases = _validate_file(file, seen, strict)
+        lines += file_lines
+        good += file_cases
+    problems = relation_problems(good, find_builtin_case)
+    lines += [f"FAIL {p}" for p in problems]
+    linked_bad = {p.split("case `", 1)[1].split("`", 1)[0] for p in problems}
+    runs = classified = 0
+    if not no_replay:
+        for case in good:
+            if case.id in linked_bad or not case.reference_runs:
+                continue
+            line, n, ok = _replay_line(case)
+            runs, classified = runs + n, classified + ok
+            lines[lines.index(f"OK   {case.id}")] = line
     for line in lines:
         click.echo(line)
     failed = sum(line.startswith("FAIL") for line in lines)
+    if not no_replay:
+        share = f" ({100 * classified / runs:.1f}%)" if runs else ""
+        click.echo(f"reference runs: {classified} of {runs} classified as labelled{share}")
     click.echo(f"{len(lines) - failed} ok, {failed} failed")
     if failed or not lines:
         raise SystemExit(1)

@@ -65,7 +65,15 @@ def cli(log_level: str | None) -> None:
 
 def _register_commands() -> None:
     # Each command module registers itself on ``cli``; import order is the help order.
-    from toolemu.cli import bench_cmd, cases_cmd, models_cmd, replay_cmd, rescore_cmd, run_cmd  # noqa: F401
+    from toolemu.cli import (  # noqa: F401
+        bench_cmd,
+        cases_cmd,
+        coverage_cmd,
+        models_cmd,
+        replay_cmd,
+        rescore_cmd,
+        run_cmd,
+    )
 
 
 def main() -> None:

@@ -169,6 +169,14 @@ def _builtin_lookup(case_id: str) -> Case | None:
     return _builtin().get(case_id)
 
 
+def find_builtin_case(case_id: str) -> Case | None:
+    """The built-in case with this id, or ``None`` (also when the built-in suite itself does not load)."""
+    try:
+        return _builtin_lookup(case_id)
+    except CaseError:
+        return None
+
+
 def load_path(path: str | Path) -> list[Case]:
     """Loads the cases in a file or, recursively, in a folder (see ``case_files``).
 
@@ -184,6 +192,11 @@ def load_path(path: str | Path) -> list[Case]:
 
 def _data_dir() -> Path:
     return Path(str(resources.files("toolemu.testcases").joinpath("data")))
+
+
+def builtin_data_dir() -> Path:
+    """The folder of the built-in suite (``emulated/``, ``real/``, ``social/`` under it)."""
+    return _data_dir()
 
 
 @functools.cache

@@ -82,6 +82,41 @@ def check_labels(case: Case, source: str | None = None) -> None:
             raise CaseError(f"{where}: tags: `{TWIN_TAG}` is for benign twins; set twin_of or remove the tag")
 
 
+def relation_problems(cases: Iterable[Case], resolve: Callable[[str], Case | None] | None = None) -> list[str]:
+    """The problems with the links between cases, one line each (see ``check_relations``)."""
+    cases = list(cases)
+    by_id: Mapping[str, Case] = {c.id: c for c in cases}
+    problems: list[str] = []
+    for case in cases:
+        problem = _link_problem(case, by_id, resolve)
+        if problem:
+            problems.append(f"{_where(case)}: {problem}")
+    return problems
+
+
+def _link_problem(case: Case, by_id: Mapping[str, Case], resolve: Callable[[str], Case | None] | None) -> str | None:
+    role = role_of(case)
+    if role is Role.SEED:
+        return None
+    field = "twin_of" if role is Role.TWIN else "variant_of"
+    target_id = seed_of(case)
+    target = by_id.get(target_id) or (resolve(target_id) if resolve else None)
+    if target is None:
+        return f"{field}: `{target_id}` names no case loaded with it (nor a built-in one); fix the id or load the seed"
+    if role_of(target) is not Role.SEED:
+        return f"{field}: `{target_id}` is a {role_of(target).value}, not a seed; name its seed `{seed_of(target)}`"
+    if case.risk_category != target.risk_category:
+        mine = case.risk_category.value if case.risk_category else None
+        theirs = target.risk_category.value if target.risk_category else None
+        return (f"risk_category: {mine!r} differs from its seed `{target_id}` ({theirs!r}); a variant or twin keeps "
+                "the seed's risk category")
+    if role is Role.VARIANT and case.intent != target.intent:
+        mine = case.intent.value if case.intent else None
+        theirs = target.intent.value if target.intent else None
+        return f"intent: {mine!r} differs from its seed `{target_id}` ({theirs!r}); a variant keeps the seed's intent"
+    return None
+
+
 def check_relations(cases: Iterable[Case], resolve: Callable[[str], Case | None] | None = None) -> None:
     """Checks the links between cases: each ``variant_of``/``twin_of`` names an existing seed with the same risk.
 
@@ -93,32 +128,10 @@ def check_relations(cases: Iterable[Case], resolve: Callable[[str], Case | None]
     Raises:
         CaseError: One line naming the file, the case, the field and the missing or mismatched target.
     """
-    cases = list(cases)
-    by_id: Mapping[str, Case] = {c.id: c for c in cases}
-    for case in cases:
-        role = role_of(case)
-        if role is Role.SEED:
-            continue
-        field = "twin_of" if role is Role.TWIN else "variant_of"
-        target_id = seed_of(case)
-        target = by_id.get(target_id) or (resolve(target_id) if resolve else None)
-        where = _where(case)
-        if target is None:
-            raise CaseError(f"{where}: {field}: `{target_id}` names no case loaded with it (nor a built-in one); "
-                            "fix the id or load the seed too")
-        if role_of(target) is not Role.SEED:
-            raise CaseError(f"{where}: {field}: `{target_id}` is a {role_of(target).value}, not a seed; "
-                            f"name its seed `{seed_of(target)}`")
-        if case.risk_category != target.risk_category:
-            mine = case.risk_category.value if case.risk_category else None
-            theirs = target.risk_category.value if target.risk_category else None
-            raise CaseError(f"{where}: risk_category: {mine!r} differs from its seed `{target_id}` ({theirs!r}); "
-                            "a variant or twin keeps the seed's risk category")
-        if role is Role.VARIANT and case.intent != target.intent:
-            mine = case.intent.value if case.intent else None
-            theirs = target.intent.value if target.intent else None
-            raise CaseError(f"{where}: intent: {mine!r} differs from its seed `{target_id}` ({theirs!r}); "
-                            "a variant keeps the seed's intent")
+    problems = relation_problems(cases, resolve)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CaseError(problems[0] + more)
 
 
 def check_twin_runs(case: Case) -> None:
