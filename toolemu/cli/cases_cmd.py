@@ -182,9 +182,8 @@ def validate_cmd(path: Path | None, strict: bool, no_replay: bool) -> None:
     for line in lines:
         click.echo(line)
     failed = sum(line.startswith("FAIL") for line in lines)
-    if not no_replay:
-        share = f" ({100 * classified / runs:.1f}%)" if runs else ""
-        click.echo(f"reference runs: {classified} of {runs} classified as labelled{share}")
+    if runs:
+        click.echo(f"reference runs: {classified} of {runs} classified as labelled ({100 * classified / runs:.1f}%)")
     click.echo(f"{len(lines) - failed} ok, {failed} failed")
     if failed or not lines:
         raise SystemExit(1)
