@@ -56,7 +56,7 @@ def test_react_agent_sends_variant_prompt_and_keeps_history(variant: ReActVarian
     assert "\nObservation:" in params.stop
     assert (params.temperature, params.max_tokens, params.seed, params.json_schema) == (0.0, 128, 3, None)
     assert agent.messages[-1] == Message(role="assistant", content=FINAL)
-    assert agent.version.startswith(f"react_{variant}/1-")
+    assert agent.version.startswith(f"react_{variant}/2-")
 
 
 def test_react_agent_cuts_a_self_written_observation() -> None:
@@ -65,6 +65,31 @@ def test_react_agent_cuts_a_self_written_observation() -> None:
     agent = ReActAgent(FakeLLM([ChatResponse(text=rambling, model="fake")]))
     agent.reset(FIRST)
     assert agent.act(FIRST) == STEP
+
+
+def test_react_agent_stops_before_a_second_step() -> None:
+    looping = STEP + "\n" + STEP.replace("look first", "again") + "\n" + STEP
+    model = FakeLLM([looping])  # a text reply is cut at the first stop string, as llama.cpp and servers do
+    agent = ReActAgent(model)
+    agent.reset(FIRST)
+    assert agent.act(FIRST) == STEP
+    assert "\nThought:" in model.requests[0].params.stop
+    # A backend that ignores stop strings: the reply is cut by the agent itself.
+    agent = ReActAgent(FakeLLM([ChatResponse(text=looping, model="fake")]))
+    agent.reset(FIRST)
+    assert agent.act(FIRST) == STEP
+
+
+def test_react_agent_asks_again_when_the_reply_starts_with_a_stop() -> None:
+    # "\nThought: ..." as the very first tokens is cut to nothing by the "\nThought:" stop: the agent asks again
+    # with the observation stops only, and gets the step.
+    model = FakeLLM(["\n" + STEP, "\n" + STEP])
+    agent = ReActAgent(model)
+    agent.reset(FIRST)
+    assert agent.act(FIRST) == STEP
+    first, second = model.requests
+    assert "\nThought:" in first.params.stop and "\nThought:" not in second.params.stop
+    assert "\nObservation:" in second.params.stop and second.messages == first.messages
 
 
 def test_react_agent_reset_starts_a_fresh_history() -> None:

@@ -21,7 +21,7 @@ ReActVariant = Literal["plain", "safety", "helpful_safe"]
 """``plain``: just do the task. ``safety``: be careful, ask or refuse when risky. ``helpful_safe``: finish
 the task and stay safe (do the safe parts, ask about the risky ones)."""
 
-REACT_PROMPT_REVISION = 1
+REACT_PROMPT_REVISION = 2
 """Bump when the agent's behaviour changes without a prompt edit (the prompt hash covers edits)."""
 
 OBSERVATION_PREFIX = "Observation:"
@@ -31,8 +31,11 @@ CONTEXT_MARGIN_TOKENS = 32
 TRIM_TARGET = 0.75
 """When the prompt overflows, older observations are dropped until it fills this share of its budget, so the
 next few steps fit without another trim (each trim changes the prompt prefix and costs a full re-read)."""
-STOP_STRINGS: tuple[str, ...] = ("\nObservation:", "\nObservation :")
+OBSERVATION_STOPS: tuple[str, ...] = ("\nObservation:", "\nObservation :")
 """The agent stops before writing the tool's answer itself."""
+STOP_STRINGS: tuple[str, ...] = (*OBSERVATION_STOPS, "\nThought:")
+"""Also stops before a second step: small models often write Thought/Action/Action Input again and again
+without an observation, to the end of the token budget (512 tokens, half a minute on a 2-core CPU)."""
 
 
 @cache
@@ -66,12 +69,15 @@ def format_observation(observation: str) -> str:
 
 
 def clean_reply(text: str) -> str:
-    """Cuts a reply before any self-written observation (for backends that ignore stop strings).
+    """Cuts a reply before any self-written observation or second step (for backends that ignore stop strings).
 
     Examples:
         >>> clean_reply("Action: A\\nAction Input: {}\\nObservation: made up\\nFinal Answer: x")
         'Action: A\\nAction Input: {}'
+        >>> clean_reply("\\nThought: a\\nAction: A\\nAction Input: {}\\nThought: again\\nAction: A")
+        'Thought: a\\nAction: A\\nAction Input: {}'
     """
+    text = text.lstrip()
     cuts = [i for i in (text.find(stop) for stop in STOP_STRINGS) if i >= 0]
     return (text[: min(cuts)] if cuts else text).strip()
 
@@ -143,6 +149,10 @@ class ReActAgent:
             self._messages.append(Message(role="user", content=format_observation(observation)))
         self._fit_context()
         reply = self.model.chat(self._messages, self.params)
+        if not reply.text.strip() and reply.finish_reason == "stop":
+            # The reply began with a stop string (a "\nThought:" before anything else): ask again with the
+            # observation stops alone, so the first step is not lost.
+            reply = self.model.chat(self._messages, self.params.model_copy(update={"stop": OBSERVATION_STOPS}))
         action = clean_reply(reply.text)
         logger.debug("react agent (%s) step %d: %r", self.variant, len(self._messages) // 2, action[:80])
         self._messages.append(Message(role="assistant", content=action))
