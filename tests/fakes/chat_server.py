@@ -65,6 +65,8 @@ class FakeChatServer:
         default: Answers requests once the script is used up: a reply, or a function of the request. Without
             one, an exhausted script answers HTTP 400 "script exhausted" (not retryable, so tests fail fast).
         model: The model name reported in completions.
+        routes: Answers for other POST paths, by path suffix (``"/load_lora_adapter"``): a function of the
+            request.
     """
 
     def __init__(
@@ -73,10 +75,12 @@ class FakeChatServer:
         *,
         default: ScriptedReply | Responder | None = None,
         model: str = "fake-server-model",
+        routes: dict[str, Responder] | None = None,
     ) -> None:
         self._script: deque[ScriptedReply] = deque(_as_reply(r) for r in replies)
         self._default = default
         self.model = model
+        self.routes = dict(routes or {})
         self.requests: list[RecordedRequest] = []
         """Every request received, in order (chat and other paths)."""
         self._lock = threading.Lock()
@@ -226,6 +230,11 @@ class _ChatHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         request = self._record()
         n = len(self.server_owner.requests)
+        route = next((f for suffix, f in self.server_owner.routes.items() if self.path.endswith(suffix)), None)
+        if route is not None:
+            answer = route(request)
+            self._send(answer.status, answer.text.encode(), "text/plain", n)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, b'{"error": {"message": "not found"}}', "application/json", n)
             return
