@@ -47,8 +47,9 @@ class ServedPolicy:
 
         body = request.body
         self.calls.append(f"load {body['lora_name']}")
-        self.adapters[str(body["lora_name"])] = peft.PeftModel.from_pretrained(copy.deepcopy(self.base), str(body["lora_path"]),
-                                                                              adapter_name=str(body["lora_name"]))
+        name = str(body["lora_name"])
+        self.adapters[name] = peft.PeftModel.from_pretrained(copy.deepcopy(self.base), str(body["lora_path"]),
+                                                             adapter_name=name)
         return ScriptedReply(text="ok")
 
     def unload(self, request: RecordedRequest) -> ScriptedReply:

@@ -73,6 +73,8 @@ def _register_commands() -> None:
         replay_cmd,
         rescore_cmd,
         run_cmd,
+        train_cmd,
+        train_grpo_cmd,
     )
 
 
