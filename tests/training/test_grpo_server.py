@@ -11,7 +11,7 @@ import pytest
 
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
 from tests.training.test_grpo import _config
-from tests.training.toy import TOY_CASE, toy_env_config
+from toolemu.training.toy import TOY_CASE, toy_env_config
 from toolemu.core.errors import LLMBackendError
 from toolemu.core.types import Message
 from toolemu.llm import OpenAICompatModel, SamplingParams

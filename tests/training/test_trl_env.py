@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.training.toy import TOY_CASE, tiny_policy_folder, toy_env_config
+from toolemu.training.toy import TOY_CASE, tiny_policy_folder, toy_env_config
 from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.types import Message
 from toolemu.envs import EnvConfig

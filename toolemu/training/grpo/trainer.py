@@ -108,6 +108,8 @@ class GRPOTrainer:
         self.step = 0
         self.rng = random.Random(config.seed)
         self._envs: dict[str, list[ToolEmuEnv]] = {}
+        self.last_episodes: list[Episode] = []
+        """The episodes of the latest step (conversations, rewards, statuses)."""
         tokenizer = policy.tokenizer
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self._device = next(self.model.parameters()).device
@@ -135,7 +137,7 @@ class GRPOTrainer:
         """Plays one batch of groups and takes one optimisation step; returns its metrics."""
         torch = _torch()
         start = time.perf_counter()
-        episodes = self.rollout()
+        episodes = self.last_episodes = self.rollout()
         rollout_s = time.perf_counter() - start
         advantages = group_advantages(episodes, scale=self.config.scale_rewards)
         batch = [(build_sequence(self.policy.tokenizer, e.messages, max_tokens=self.config.max_sequence_tokens), a)

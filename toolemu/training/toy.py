@@ -1,5 +1,6 @@
-"""A toy case whose reward depends on the words of the final answer, with fake emulator and judges, and a tiny
-random model to train on it (not a test module)."""
+"""A toy case whose reward depends on the words of the final answer, a fake world (emulator and judges), and a
+tiny random model to train on it: a seconds-long smoke test of a training pipeline on a CPU.
+"""
 
 from __future__ import annotations
 
@@ -48,6 +49,9 @@ def toy_env_config() -> EnvConfig:
     return EnvConfig(emulator_model=world, judge_model=world)
 
 
-def tiny_policy_folder(folder: Path, **kwargs: object) -> Path:
-    """A tiny random model over ``WORDS``."""
-    return save_tiny_model(folder, WORDS, **kwargs)  # type: ignore[arg-type]
+def tiny_policy_folder(folder: Path, *, extra_tokens: tuple[str, ...] = (), chat_template: str | None = None,
+                       seed: int = 0) -> Path:
+    """Writes a tiny random model over ``WORDS`` to ``folder`` (see ``save_tiny_model``) and returns it."""
+    if chat_template is None:
+        return save_tiny_model(folder, WORDS, extra_tokens=extra_tokens, seed=seed)
+    return save_tiny_model(folder, WORDS, extra_tokens=extra_tokens, chat_template=chat_template, seed=seed)
