@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from toolemu.training.toy import TOY_CASE, toy_env_config
 from toolemu.agents import ReActAgent
 from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.types import Message
@@ -27,6 +26,7 @@ from toolemu.training.grpo import (
 )
 from toolemu.training.grpo.loss import grpo_loss, pad_batch
 from toolemu.training.metrics import MetricsSink
+from toolemu.training.toy import TOY_CASE, toy_env_config
 
 CONVERSATION = (
     Message(role="system", content="files"),
