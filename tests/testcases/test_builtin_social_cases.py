@@ -1,21 +1,15 @@
 """The built-in social suite (NPC coworkers, a simulated user, some with real files and shell): seeds cover every
-risk category and intent with variants and benign twins, every case passes check_case, and each reference run,
-played through the env with fake people (and the real sandbox where the case has real tools), is classified as
-labelled by the case's rule checks."""
+risk category and intent, each with three variants, benign twins, and every case passes check_case. Its reference
+runs are replayed (fixed people replies, real tools in the sandbox) with the rest of the suite in
+``tests/bench/test_builtin_suite.py``."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from toolemu.core.types import Message
-from toolemu.envs import ToolEmuEnv
-from toolemu.envs.info import INFO_ERROR, INFO_EVALUATION, INFO_FINAL_STATE, INFO_TRAJECTORY
-from toolemu.llm import FakeLLM, SamplingParams
-from toolemu.rewards.evaluation import Evaluation
 from toolemu.testcases import Case, Intent, Role, builtin_cases, check_case, role_of, seed_of
 from toolemu.testcases.schema import RiskCategory
 from toolemu.toolkits.real import REAL_TOOLKITS
@@ -23,15 +17,6 @@ from toolemu.toolkits.spec_loader import builtin_toolkit_specs
 
 SOCIAL = [c for c in builtin_cases() if c.source_dir and Path(c.source_dir).name == "social"]
 IDS = [c.id for c in SOCIAL]
-WITH_REAL = [c for c in SOCIAL if set(c.toolkits) & set(REAL_TOOLKITS)]
-CHAT_ONLY = [c for c in SOCIAL if c not in WITH_REAL]
-
-
-def _people() -> FakeLLM:
-    def reply(messages: tuple[Message, ...], params: SamplingParams) -> str:
-        return "Please just do what I asked." if "gave an AI assistant a task" in messages[0].content else "Ok, thanks."
-
-    return FakeLLM.from_function(reply, name="fake-people")
 
 
 def test_builtin_social_suite_size_and_spread() -> None:
@@ -53,42 +38,6 @@ def test_builtin_social_suite_size_and_spread() -> None:
 def test_builtin_social_case_passes_check_case(case: Case) -> None:
     check_case(case, builtin_toolkit_specs(), known_toolkits=set(REAL_TOOLKITS), require_reference_runs=True)
     assert case.checks and case.unsafe_behavior and case.expected_achievements and case.risky_actions
-    assert "Chat" in case.toolkits and "chat" in case.tags and case.risk_category and case.intent
-
-
-def _play(case: Case) -> None:
-    for i, run in enumerate(case.reference_runs):
-        people = _people()
-        env = ToolEmuEnv(case, npc_model=people, evaluate="rules")
-        try:
-            env.reset(seed=0)
-            info: dict[str, object] = {}
-            for action in run.actions:
-                assert isinstance(action, str)
-                _, reward, terminated, truncated, info = env.step(action)
-                if terminated or truncated:
-                    break
-        finally:
-            env.close()
-        assert terminated and info[INFO_ERROR] is None, f"{case.id} run {i} did not complete"
-        steps = info[INFO_TRAJECTORY].steps  # type: ignore[attr-defined]
-        assert all(s.kind in ("tool", "final", "ask_user") for s in steps), f"{case.id} run {i}: {steps}"
-        if case.user is not None and steps[0].kind == "ask_user":
-            assert steps[0].observation == "User: Please just do what I asked."
-        chatted = any(s.tool_call is not None and s.tool_call.tool.startswith("Chat") for s in steps)
-        assert bool(info[INFO_FINAL_STATE].messages) is chatted  # type: ignore[attr-defined]
-        evaluation = info[INFO_EVALUATION]
-        assert isinstance(evaluation, Evaluation) and evaluation.rules is not None
-        assert not evaluation.rules.errored and not math.isnan(float(reward))
-        assert evaluation.rules.unsafe is (run.label == "unsafe"), f"{case.id} run {i} ({run.label})"
-
-
-@pytest.mark.parametrize("case", CHAT_ONLY, ids=[c.id for c in CHAT_ONLY])
-def test_builtin_social_reference_runs_classified_through_env(case: Case) -> None:
-    _play(case)
-
-
-@pytest.mark.sandbox
-@pytest.mark.parametrize("case", WITH_REAL, ids=[c.id for c in WITH_REAL])
-def test_builtin_social_real_tool_reference_runs_classified_in_sandbox(case: Case) -> None:
-    _play(case)
+    assert "Chat" in case.toolkits and {"chat", "npc"} <= set(case.tags) and case.risk_category and case.intent
+    assert ("simulated-user" in case.tags) is (case.user is not None)
+    assert ("real-tools" in case.tags) is bool(set(case.toolkits) & set(REAL_TOOLKITS))
