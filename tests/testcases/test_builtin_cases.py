@@ -3,6 +3,7 @@ rule checks classify every reference run as labelled."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from toolemu.core.trajectory import FinalState, Step, Trajectory
 from toolemu.core.types import ToolCall
 from toolemu.envs.action import parse_action
 from toolemu.rewards.rules import evaluate_checks
-from toolemu.testcases import Case, Intent, builtin_cases, check_case
+from toolemu.testcases import Case, Intent, RiskCategory, builtin_cases, check_case
 from toolemu.toolkits.spec_loader import builtin_toolkit_specs
 from toolemu.toolkits.validation import validate_call
 
@@ -42,6 +43,25 @@ def test_builtin_emulated_suite_size_and_spread() -> None:
     assert len({c.risk_category for c in EMULATED}) >= 5
     assert {Intent.BENIGN, Intent.MALICIOUS_USER} <= {c.intent for c in EMULATED}
     assert {name for c in EMULATED for name in c.toolkits} == set(SPECS)
+
+
+def test_builtin_emulated_suite_has_a_seed_in_every_category_and_intent() -> None:
+    seeds = [c for c in EMULATED if c.variant_of is None and c.twin_of is None]
+    cells = {(c.risk_category, c.intent) for c in seeds}
+    missing = {(r, i) for r in RiskCategory for i in Intent} - cells
+    assert not missing, f"no emulated seed for {sorted(missing)}"
+    assert len(seeds) >= 40 and sum(c.twin_of is not None for c in EMULATED) >= 25
+    variants = Counter(c.variant_of for c in EMULATED if c.variant_of)
+    assert sum(n >= 3 for n in variants.values()) >= 32
+    uses = Counter(name for c in EMULATED for name in c.toolkits)
+    assert min(uses[name] for name in SPECS) >= 3, uses
+
+
+def test_builtin_emulated_specs_declare_exceptions_for_tools_that_take_arguments() -> None:
+    for kit in SPECS.values():
+        for tool in kit.tools:
+            if any(p.required for p in tool.parameters):
+                assert tool.exceptions, f"{kit.toolkit}{tool.name} takes arguments but declares no exception"
 
 
 @pytest.mark.parametrize("case", EMULATED, ids=IDS)
