@@ -1,15 +1,18 @@
 """A real HTTP server on 127.0.0.1 speaking OpenAI chat completions, scriptable per request.
 
 Use it as a context manager (``with FakeChatServer(["hi"]) as server: ... server.base_url``) or through the
-``chat_server`` fixture; tests using it need ``@pytest.mark.enable_socket``.
+``chat_server`` fixture; tests using it need ``@pytest.mark.enable_socket``. ``FaultInjector`` turns a share
+of replies into the transient failures real gateways send; ``with_latency`` delays every reply.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -127,7 +130,7 @@ class FakeChatServer:
         class Handler(_ChatHandler):
             server_owner = owner
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), name="fake-chat-server", daemon=True
@@ -152,6 +155,10 @@ class FakeChatServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024  # the default backlog of 5 drops connections when hundreds arrive at once
 
 
 def _as_reply(reply: ScriptedReply | str) -> ScriptedReply:
@@ -185,9 +192,74 @@ def completion_body(reply: ScriptedReply, model: str, request_no: int) -> dict[s
     }
 
 
+FAULT_KINDS = ("429", "500", "503", "html", "cut_json", "no_choices")
+"""Transient failures of real gateways: status errors, an HTML error page sent with status 200, a JSON body cut
+in half, a completion with an empty ``choices`` list."""
+
+HTML_ERROR_PAGE = b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+def fault_reply(kind: str, reply: ScriptedReply, model: str = "fake-server-model") -> ScriptedReply:
+    """Returns ``reply`` turned into the fault ``kind`` (one of ``FAULT_KINDS``), keeping its delay."""
+    if kind in ("429", "500", "503"):
+        return ScriptedReply(status=int(kind), error_message=f"injected {kind}", delay=reply.delay)
+    if kind == "html":
+        return ScriptedReply(body=HTML_ERROR_PAGE, content_type="text/html", delay=reply.delay)
+    if kind == "cut_json":
+        whole = json.dumps(completion_body(reply, model, 0)).encode()
+        return ScriptedReply(body=whole[: len(whole) // 2], delay=reply.delay)
+    if kind == "no_choices":
+        return dataclasses.replace(reply, no_choices=True)
+    raise ValueError(f"unknown fault kind {kind!r}; use one of {', '.join(FAULT_KINDS)}")
+
+
+class FaultInjector:
+    """A responder that answers a seeded share of chat requests with a fault instead of ``inner``'s reply.
+
+    Args:
+        inner: The responder whose replies are faulted.
+        rate: Share of requests faulted, each drawn independently.
+        seed: Seed of the draws (the kind is drawn uniformly from ``kinds``).
+        kinds: Faults to draw from.
+    """
+
+    def __init__(
+        self, inner: Responder, *, rate: float = 0.2, seed: int = 0, kinds: tuple[str, ...] = FAULT_KINDS
+    ) -> None:
+        self._inner = inner
+        self._rate = rate
+        self._kinds = kinds
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.injected: Counter[str] = Counter()
+        """Faults sent so far, by kind."""
+        self.answered = 0
+        """Requests answered with ``inner``'s own reply."""
+
+    def __call__(self, request: RecordedRequest) -> ScriptedReply:
+        reply = self._inner(request)
+        with self._lock:
+            kind = self._rng.choice(self._kinds) if self._rng.random() < self._rate else None
+            if kind is None:
+                self.answered += 1
+                return reply
+            self.injected[kind] += 1
+        return fault_reply(kind, reply)
+
+
+def with_latency(inner: Responder, seconds: float) -> Responder:
+    """A responder that answers as ``inner`` does, each reply ``seconds`` late (a remote model's latency)."""
+
+    def respond(request: RecordedRequest) -> ScriptedReply:
+        return dataclasses.replace(inner(request), delay=seconds)
+
+    return respond
+
+
 class _ChatHandler(BaseHTTPRequestHandler):
     server_owner: FakeChatServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: object) -> None:  # quiet: tests read .requests instead
         return

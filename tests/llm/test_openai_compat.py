@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.fakes.chat_server import FakeChatServer, ScriptedReply
-from toolemu.core.errors import ConfigError, LLMBackendError
+from tests.fakes.chat_server import HTML_ERROR_PAGE, FakeChatServer, RecordedRequest, ScriptedReply
+from toolemu.core.errors import (
+    ConfigError,
+    EndpointTimeoutError,
+    EndpointUnreachableError,
+    LLMBackendError,
+    MalformedResponseError,
+)
 from toolemu.core.types import Message
 from toolemu.llm.backend import SamplingParams
 from toolemu.llm.openai_compat import MISSING_KEY_MESSAGE, PLACEHOLDER_API_KEY, OpenAICompatModel
-from toolemu.llm.retry import RetryPolicy
+from toolemu.llm.retry import RetryPolicy, count_retries
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.01, jitter=0.0)
 HI = [Message(role="system", content="be brief"), Message(role="user", content="hi")]
@@ -105,36 +114,92 @@ def test_openai_compat_400_is_not_retried(chat_server: FakeChatServer) -> None:
     assert len(chat_server.chat_requests) == 1
 
 
-@pytest.mark.parametrize(
-    "reply",
-    [
-        ScriptedReply(body=b"{this is not json"),
-        ScriptedReply(body=b"<html>proxy error</html>", content_type="text/html"),
-        ScriptedReply(body=b'{"unexpected": true}'),
-        ScriptedReply(body=b'{"choices": "x"}'),
-        ScriptedReply(body=b'{"choices": [{"message": {"content": 5}}]}'),
-        ScriptedReply(no_choices=True),
-        ScriptedReply(null_content=True),
-    ],
-    ids=[
-        "broken-json",
-        "html",
-        "wrong-shape",
-        "choices-not-list",
-        "content-not-text",
-        "no-choices",
-        "null-content",
-    ],
-)
-def test_openai_compat_garbage_response_is_typed_error(
+MALFORMED = [
+    ScriptedReply(body=b"{this is not json"),
+    ScriptedReply(body=b'{"id": "chatcmpl-1", "object": "chat.comp'),
+    ScriptedReply(body=HTML_ERROR_PAGE, content_type="text/html"),
+    ScriptedReply(body=b'{"unexpected": true}'),
+    ScriptedReply(body=b'{"choices": "x"}'),
+    ScriptedReply(body=b'{"choices": [{"message": {"content": 5}}]}'),
+    ScriptedReply(no_choices=True),
+]
+MALFORMED_IDS = ["broken-json", "cut-json", "html", "wrong-shape", "choices-not-list", "content-not-text",
+                 "no-choices"]
+
+
+@pytest.mark.parametrize("reply", MALFORMED, ids=MALFORMED_IDS)
+def test_openai_compat_malformed_body_is_retried_then_succeeds(
     chat_server: FakeChatServer, reply: ScriptedReply
 ) -> None:
-    chat_server.push(reply, "never sent")
-    with pytest.raises(LLMBackendError) as info:
+    chat_server.push(reply, "after retry")
+    with count_retries() as retries:
+        assert make_model(chat_server).chat(HI).text == "after retry"
+    assert len(chat_server.chat_requests) == 2
+    assert dict(retries) == {"malformed body": 1}
+
+
+@pytest.mark.parametrize("reply", MALFORMED, ids=MALFORMED_IDS)
+def test_openai_compat_malformed_body_until_retries_run_out_is_typed_error(
+    chat_server: FakeChatServer, reply: ScriptedReply
+) -> None:
+    chat_server.push(*[reply] * FAST.max_attempts, "never sent")
+    with pytest.raises(MalformedResponseError) as info:
+        make_model(chat_server).chat(HI)
+    assert info.value.retryable is True
+    assert "openai:test-model" in str(info.value)
+    assert len(chat_server.chat_requests) == FAST.max_attempts
+
+
+def test_openai_compat_null_content_is_not_retried(chat_server: FakeChatServer) -> None:
+    chat_server.push(ScriptedReply(null_content=True), "never sent")
+    with pytest.raises(LLMBackendError, match="no message content") as info:
         make_model(chat_server).chat(HI)
     assert info.value.retryable is False
-    assert "openai:test-model" in str(info.value)
+    assert not isinstance(info.value, MalformedResponseError)
     assert len(chat_server.chat_requests) == 1
+
+
+def test_openai_compat_retries_are_counted_by_reason(chat_server: FakeChatServer) -> None:
+    chat_server.push(
+        ScriptedReply(status=429), ScriptedReply(status=503), ScriptedReply(no_choices=True), "ok", "again"
+    )
+    model = make_model(chat_server, retry=RetryPolicy(max_attempts=4, base_delay=0.0, jitter=0.0))
+    with count_retries() as retries:
+        model.chat(HI)
+        model.chat(HI)
+    assert dict(retries) == {"HTTP 429": 1, "HTTP 503": 1, "malformed body": 1}
+
+
+def test_openai_compat_pool_holds_max_connections_calls_at_once() -> None:
+    lock = threading.Lock()
+    in_flight = [0, 0]  # now, most at once
+    arrived = threading.Barrier(4, timeout=0.5)
+
+    def respond(request: RecordedRequest) -> ScriptedReply:
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            arrived.wait()  # returns once 4 calls are in the server, or after 0.5 s with fewer
+        with lock:
+            in_flight[0] -= 1
+        return ScriptedReply("ok")
+
+    for pool, expected in ((2, 2), (4, 4)):
+        arrived.reset()
+        in_flight[1] = 0
+        with FakeChatServer(default=respond) as server:
+            model = make_model(server, max_connections=pool)
+            assert model.max_connections == pool
+            with ThreadPoolExecutor(4) as threads:
+                replies = list(threads.map(lambda _, m=model: m.chat(HI).text, range(4)))
+            assert replies == ["ok"] * 4
+        assert in_flight[1] == expected
+
+
+def test_openai_compat_max_connections_must_be_positive(chat_server: FakeChatServer) -> None:
+    with pytest.raises(ConfigError, match="max_connections must be at least 1, got 0"):
+        make_model(chat_server, max_connections=0)
 
 
 def test_openai_compat_timeout_is_retryable(chat_server: FakeChatServer) -> None:
@@ -149,7 +214,7 @@ def test_openai_compat_timeout_until_retries_run_out(chat_server: FakeChatServer
     model = make_model(
         chat_server, timeout=0.15, retry=RetryPolicy(max_attempts=2, base_delay=0.0, jitter=0.0)
     )
-    with pytest.raises(LLMBackendError, match=re.escape("timed out after 0.15s")) as info:
+    with pytest.raises(EndpointTimeoutError, match=re.escape("timed out after 0.15s")) as info:
         model.chat(HI)
     assert info.value.retryable is True and info.value.status_code is None
 
@@ -159,7 +224,7 @@ def test_openai_compat_connection_refused_is_retryable() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     model = OpenAICompatModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY, retry=FAST)
-    with pytest.raises(LLMBackendError, match="could not be reached") as info:
+    with pytest.raises(EndpointUnreachableError, match="could not be reached") as info:
         model.chat(HI)
     assert info.value.retryable is True
 

@@ -7,8 +7,8 @@ import logging
 import pytest
 from pydantic import ValidationError
 
-from toolemu.core.errors import LLMBackendError
-from toolemu.llm.retry import RetryPolicy, call_with_retries
+from toolemu.core.errors import LLMBackendError, MalformedResponseError
+from toolemu.llm.retry import RetryPolicy, call_with_retries, count_retries
 
 
 class Flaky:
@@ -39,7 +39,7 @@ def test_call_with_retries_returns_after_retryable_failures(caplog: pytest.LogCa
     assert waits == [0.1, 0.2]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 2
-    assert "attempt 1/4" in warnings[0].getMessage() and "status 429" in warnings[0].getMessage()
+    assert "attempt 1/6" in warnings[0].getMessage() and "status 429" in warnings[0].getMessage()
 
 
 def test_call_with_retries_reraises_last_error_when_attempts_run_out() -> None:
@@ -99,3 +99,16 @@ def test_retry_policy_delay_jitter_stays_in_band() -> None:
 def test_retry_policy_rejects_invalid_values(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValidationError):
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_count_retries_counts_each_retry_by_reason_in_its_own_context() -> None:
+    with count_retries() as outer:
+        call_with_retries(Flaky(retryable(429), retryable(429)), RetryPolicy(), sleep=lambda s: None)
+        with count_retries() as inner:
+            call_with_retries(Flaky(MalformedResponseError("cut", retryable=True)), RetryPolicy(),
+                              sleep=lambda s: None)
+        with pytest.raises(LLMBackendError):
+            call_with_retries(Flaky(*[retryable(503)] * 2), RetryPolicy(max_attempts=2), sleep=lambda s: None)
+    assert dict(inner) == {"malformed body": 1}
+    assert dict(outer) == {"HTTP 429": 2, "HTTP 503": 1}  # the attempt that failed for good is no retry
+    call_with_retries(Flaky(retryable(429)), RetryPolicy(), sleep=lambda s: None)  # no counter open: fine

@@ -1,7 +1,7 @@
 """Benchmark runs: one episode (``run_episode``), a suite with concurrency and resume (``run_suite``), case
 selection, and re-scoring saved episodes (``rescore_file``)."""
 
-from toolemu.bench.record import EpisodeRecord, append_record, case_hash, read_records
+from toolemu.bench.record import EpisodeRecord, append_record, case_hash, read_records, summarise_retries
 from toolemu.bench.rescore import rescore_file, rescore_record
 from toolemu.bench.rollout import run_episode
 from toolemu.bench.runner import config_hash, run_suite
@@ -19,4 +19,5 @@ __all__ = [
     "run_episode",
     "run_suite",
     "select_cases",
+    "summarise_retries",
 ]

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+from pydantic import Field
 
 from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import ConfigError
@@ -62,6 +65,9 @@ class EpisodeRecord(Frozen):
     """The infra error that ended the episode, if any."""
     seconds: float = 0.0
     """Wall time of the episode, evaluation included."""
+    llm_retries: dict[str, int] = Field(default_factory=dict)
+    """Model calls retried during the episode, by reason (``HTTP 429``, ``timeout``, ``malformed body``...):
+    transient failures that a later attempt got past. A call that failed for good ends the episode in error."""
 
     @classmethod
     def for_case(
@@ -76,6 +82,7 @@ class EpisodeRecord(Frozen):
         evaluation: Evaluation | None = None,
         error: ErrorRecord | None = None,
         seconds: float = 0.0,
+        llm_retries: dict[str, int] | None = None,
     ) -> EpisodeRecord:
         """Builds a record, copying the case (and its metadata for metrics).
 
@@ -105,6 +112,7 @@ class EpisodeRecord(Frozen):
             evaluation=evaluation,
             error=error,
             seconds=seconds,
+            llm_retries=llm_retries or {},
         )
 
     @property
@@ -117,6 +125,26 @@ class EpisodeRecord(Frozen):
     def key(self) -> tuple[str, str, str, int]:
         """Identity of the record within a results file: (case id, config hash, case hash, trial)."""
         return (self.case_id, self.config_hash, self.case_hash, self.trial)
+
+
+def summarise_retries(records: Iterable[EpisodeRecord]) -> str:
+    """One line counting the model calls retried over ``records``, by reason.
+
+    Examples:
+        >>> r = EpisodeRecord(case_id="c", config_hash="h", trial=0, status="completed",
+        ...                   trajectory=Trajectory(case_id="c", instruction="x"), llm_retries={"HTTP 429": 2})
+        >>> summarise_retries([r, r])
+        'model calls retried: 4 in 2 of 2 episodes (HTTP 429: 4)'
+    """
+    total: Counter[str] = Counter()
+    episodes = retried = 0
+    for record in records:
+        episodes += 1
+        retried += bool(record.llm_retries)
+        total.update(record.llm_retries)
+    reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(total.items()))
+    line = f"model calls retried: {sum(total.values())} in {retried} of {episodes} episodes"
+    return f"{line} ({reasons})" if reasons else line
 
 
 def case_hash(case: Case) -> str:

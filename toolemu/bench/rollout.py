@@ -12,6 +12,7 @@ from toolemu.core.capture import Capture
 from toolemu.core.errors import EnvStateError, InfraError
 from toolemu.core.trajectory import ErrorRecord
 from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, ToolEmuEnv
+from toolemu.llm import count_retries
 from toolemu.rewards.evaluation import Evaluation
 
 logger = logging.getLogger(__name__)
@@ -30,31 +31,34 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
     An agent backend failure ends the episode with status ``error`` (boundary ``agent``); it is recorded,
     never scored. So does an evaluation that errored (a judge or a rule check failed). Any other exception
     from the agent (a bug in it) also ends the episode in error, with the sandbox stopped, and is re-raised.
+    The model calls retried during the episode (agent, emulator, judges) are counted in ``llm_retries``.
     """
     start = time.perf_counter()
-    obs, info = env.reset(seed=seed)
-    agent.reset(obs)
-    while True:
-        step_start = time.perf_counter()
-        try:
-            action = agent.act(obs)
-        except InfraError as e:
-            logger.warning("agent failed on %s: %s", env.case.id, e)
-            info = env.abort(ErrorRecord.from_exception(e, "agent"))
-            break
-        except BaseException as e:
-            env.abort(ErrorRecord.from_exception(e, "agent"))
-            raise
-        obs, _, terminated, truncated, info = env.step(action)
-        if on_step is not None:
-            on_step(info, time.perf_counter() - step_start)
-        if terminated or truncated:
-            break
-    return record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start)
+    with count_retries() as retries:
+        obs, info = env.reset(seed=seed)
+        agent.reset(obs)
+        while True:
+            step_start = time.perf_counter()
+            try:
+                action = agent.act(obs)
+            except InfraError as e:
+                logger.warning("agent failed on %s: %s", env.case.id, e)
+                info = env.abort(ErrorRecord.from_exception(e, "agent"))
+                break
+            except BaseException as e:
+                env.abort(ErrorRecord.from_exception(e, "agent"))
+                raise
+            obs, _, terminated, truncated, info = env.step(action)
+            if on_step is not None:
+                on_step(info, time.perf_counter() - step_start)
+            if terminated or truncated:
+                break
+    return record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start,
+                            llm_retries=dict(retries))
 
 
 def record_from_info(env: ToolEmuEnv, info: dict[str, object], *, config_hash: str, trial: int,
-                     seconds: float) -> EpisodeRecord:
+                     seconds: float, llm_retries: dict[str, int] | None = None) -> EpisodeRecord:
     """Builds the episode's record from the env's terminal ``info``."""
     evaluation, error, capture = info[INFO_EVALUATION], info[INFO_ERROR], info[INFO_CAPTURE]
     if not isinstance(capture, Capture):
@@ -68,4 +72,5 @@ def record_from_info(env: ToolEmuEnv, info: dict[str, object], *, config_hash: s
         evaluation=evaluation if isinstance(evaluation, Evaluation) else None,
         error=error if isinstance(error, ErrorRecord) else None,
         seconds=seconds,
+        llm_retries=llm_retries,
     )

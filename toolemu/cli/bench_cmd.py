@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from toolemu.bench import read_records, run_suite
+from toolemu.bench import read_records, run_suite, summarise_retries
 from toolemu.bench.suite import select_cases
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
@@ -42,12 +42,13 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
         out.parent.mkdir(exist_ok=True)
     check_output_path(out, new=False)
     cases = select_cases(suite, case_ids, limit, real_toolkits=opts["real_toolkits"])  # type: ignore[arg-type]
-    session = build_session(opts)
+    session = build_session(opts, concurrency=concurrency)
     click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash})", err=True)
     records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
                         trials=trials, concurrency=concurrency, seed=int(opts["seed"]),  # type: ignore[call-overload]
                         retry_errors=retry_errors)
     click.echo(render_summary(compute_metrics(records)))
+    click.echo(summarise_retries(records))
 
 
 @cli.command("report")

@@ -12,6 +12,7 @@ from toolemu.bench import config_hash
 from toolemu.envs import EnvConfig
 from toolemu.envs.tool_use_env import ENV_VERSION
 from toolemu.llm import ChatModel, describe_model, resolve_model
+from toolemu.llm.openai_compat import DEFAULT_MAX_CONNECTIONS
 from toolemu.rewards.evaluation import EVALUATION_VERSION, EvaluationConfig, build_judges
 from toolemu.toolkits.emulated import EMULATOR_VERSION
 
@@ -29,13 +30,21 @@ class Session(NamedTuple):
         return ReActAgent(self.agent_model, variant=self.variant)  # type: ignore[arg-type]
 
 
-def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = None) -> Session:
-    """Resolves the models named by the CLI options and prints which backend each role uses."""
+def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = None, concurrency: int = 1,
+                  quiet: bool = False) -> Session:
+    """Resolves the models named by the CLI options and prints which backend each role uses.
+
+    Args:
+        concurrency: Episodes in flight at once: each remote model's connection pool holds at least that many.
+        quiet: Print nothing (a Ray worker resolving the models again).
+    """
     base_url, api_key = opts["base_url"], opts["api_key"]
     cache = Path(str(opts["cache_dir"])) if opts.get("cache_dir") else None
+    pool = max(concurrency, DEFAULT_MAX_CONNECTIONS)
 
     def resolve(spec: object) -> ChatModel:
-        return resolve_model(spec, base_url=base_url, api_key=api_key, cache_dir=cache)  # type: ignore[arg-type]
+        return resolve_model(spec, base_url=base_url, api_key=api_key, cache_dir=cache,  # type: ignore[arg-type]
+                             max_connections=pool)
 
     rules_only = opts.get("evaluate") == "rules"
     agent = resolve(opts["agent_model"])
@@ -44,7 +53,8 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
     npc = resolve(opts["npc_model"]) if opts.get("npc_model") else emulator  # one default model, loaded once
     for role, model in (("agent", agent), ("emulator", emulator), ("npcs", npc), ("judges", judge)):
         shown = describe_model(model) if model is not None else "none (rule checks only)"
-        click.echo(f"{role:>9}: {shown}", err=True)
+        if not quiet:
+            click.echo(f"{role:>9}: {shown}", err=True)
     env_config = EnvConfig(
         emulator_model=emulator,
         judge_model=judge,

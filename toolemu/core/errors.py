@@ -91,6 +91,19 @@ class LLMBackendError(InfraError):
         self.request_id = request_id
 
 
+class EndpointTimeoutError(LLMBackendError):
+    """An HTTP model endpoint did not answer within the per-attempt timeout (retryable)."""
+
+
+class EndpointUnreachableError(LLMBackendError):
+    """An HTTP model endpoint could not be connected to, or dropped the connection (retryable)."""
+
+
+class MalformedResponseError(LLMBackendError):
+    """An endpoint answered with a body that is not a chat completion: not JSON (an HTML error page), JSON cut
+    short, the wrong shape, or no choices. Retryable: load balancers and servers under load send these."""
+
+
 class FixtureMissingError(LLMBackendError):
     """A replaying ``FakeLLM`` had no recording for a request."""
 

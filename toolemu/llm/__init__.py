@@ -9,7 +9,7 @@ from toolemu.llm.fake import FakeLLM, RecordingModel, load_fixture
 from toolemu.llm.openai_compat import OpenAICompatModel
 from toolemu.llm.request import ChatRequest
 from toolemu.llm.resolve import MODEL_BACKENDS, default_spec, describe_model, resolve_model, split_spec
-from toolemu.llm.retry import RetryPolicy, call_with_retries
+from toolemu.llm.retry import RetryPolicy, call_with_retries, count_retries, retry_reason
 
 __all__ = [
     "MODEL_BACKENDS",
@@ -23,9 +23,11 @@ __all__ = [
     "RetryPolicy",
     "SamplingParams",
     "call_with_retries",
+    "count_retries",
     "default_spec",
     "describe_model",
     "load_fixture",
     "resolve_model",
+    "retry_reason",
     "split_spec",
 ]

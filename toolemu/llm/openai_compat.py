@@ -12,10 +12,17 @@ import time
 from collections.abc import Sequence
 from typing import Self
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
-from toolemu.core.errors import ConfigError, LLMBackendError
+from toolemu.core.errors import (
+    ConfigError,
+    EndpointTimeoutError,
+    EndpointUnreachableError,
+    LLMBackendError,
+    MalformedResponseError,
+)
 from toolemu.core.types import Message
 from toolemu.llm.backend import ChatResponse, SamplingParams
 from toolemu.llm.retry import RetryPolicy, call_with_retries
@@ -35,6 +42,8 @@ MISSING_KEY_MESSAGE = (
 )
 
 _RETRYABLE_STATUS = frozenset({408, 429})
+DEFAULT_MAX_CONNECTIONS = 64
+"""Connections a model keeps open to its endpoint when the caller does not say how many calls run at once."""
 
 
 def env_value(names: Sequence[str]) -> str | None:
@@ -77,10 +86,14 @@ class OpenAICompatModel:
         api_key: Secret; else ``TOOLEMU_API_KEY`` or ``OPENAI_API_KEY``; else a placeholder when a base URL is
             set (local servers ignore it).
         timeout: Seconds allowed per HTTP attempt.
-        retry: Retry policy for retryable failures (429, 5xx, timeouts, connection errors).
+        retry: Retry policy for retryable failures (429, 5xx, timeouts, connection errors, bodies that are not
+            a chat completion).
+        max_connections: Connections kept open to the endpoint, all of them reused (keep-alive): at least the
+            number of calls in flight at once (``bench --concurrency``), else calls queue for a connection.
 
     Raises:
-        ConfigError: neither an API key nor a base URL is configured, or ``model`` is empty.
+        ConfigError: neither an API key nor a base URL is configured, ``model`` is empty, or ``timeout`` or
+            ``max_connections`` is not positive.
     """
 
     def __init__(
@@ -91,11 +104,14 @@ class OpenAICompatModel:
         api_key: str | None = None,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         if not model.strip():
             raise ConfigError("OpenAI-compatible model name is empty; pass a model such as `gpt-4o-mini`")
         if timeout <= 0:
             raise ConfigError(f"timeout must be positive seconds, got {timeout}")
+        if max_connections < 1:
+            raise ConfigError(f"max_connections must be at least 1, got {max_connections}")
         self._model = model
         self._base_url = base_url or env_value(BASE_URL_ENV)
         key = api_key or env_value(API_KEY_ENV)
@@ -106,7 +122,16 @@ class OpenAICompatModel:
         self._api_key = key
         self._timeout = timeout
         self._retry = retry if retry is not None else RetryPolicy()
-        self._client = openai.OpenAI(api_key=key, base_url=self._base_url, timeout=timeout, max_retries=0)
+        # The client's default pool keeps only 100 idle connections: past that, every call opens a new one.
+        limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        self._client = openai.OpenAI(
+            api_key=key,
+            base_url=self._base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=openai.DefaultHttpxClient(limits=limits),
+        )
+        self._max_connections = max_connections
 
     @property
     def name(self) -> str:
@@ -117,6 +142,11 @@ class OpenAICompatModel:
     def model(self) -> str:
         """The model name sent to the server."""
         return self._model
+
+    @property
+    def max_connections(self) -> int:
+        """Size of the connection pool to the endpoint."""
+        return self._max_connections
 
     @property
     def base_url(self) -> str:
@@ -179,9 +209,9 @@ class OpenAICompatModel:
         except openai.APIError as err:
             raise self._typed_error(err) from err
         except json.JSONDecodeError as err:
-            # The client parses a body declared as JSON without catching this.
-            raise LLMBackendError(
-                f"{self.name} at {self.base_url} returned an unparseable body: {err}", retryable=False
+            # The client parses a body declared as JSON without catching this: JSON cut short in transit.
+            raise MalformedResponseError(
+                f"{self.name} at {self.base_url} returned an unparseable body: {err}", retryable=True
             ) from err
         response = self._parse(completion)
         logger.debug(
@@ -198,21 +228,32 @@ class OpenAICompatModel:
     def _parse(self, completion: object) -> ChatResponse:
         # The client builds responses without validation, so a server that sends the wrong shape yields
         # objects with missing or mistyped fields; check each field used instead of trusting the type.
+        # A body that is no chat completion (an HTML page from a proxy, no choices) is a transient gateway
+        # failure and retryable; a well-formed completion without text (a refusal) is the model's answer.
         where = f"{self.name} at {self.base_url}"
         if not isinstance(completion, ChatCompletion):
             shown = repr(completion)[:200]
-            raise LLMBackendError(f"{where} returned an unparseable body (not a chat completion): {shown}")
+            raise MalformedResponseError(
+                f"{where} returned an unparseable body (not a chat completion): {shown}", retryable=True
+            )
         request_id = getattr(completion, "_request_id", None)
         choices = getattr(completion, "choices", None)
         if not isinstance(choices, list) or not choices:
-            raise LLMBackendError(
+            raise MalformedResponseError(
                 f"{where} returned a response with no choices (choices={choices!r:.80})",
+                retryable=True,
                 request_id=request_id,
             )
         message = getattr(choices[0], "message", None)
         finish_reason = getattr(choices[0], "finish_reason", None)
         content = getattr(message, "content", None)
-        if not isinstance(content, str):
+        if message is None or not isinstance(content, str | None):
+            raise MalformedResponseError(
+                f"{where} returned a choice that is not a chat message (message={message!r:.80})",
+                retryable=True,
+                request_id=request_id,
+            )
+        if content is None:
             refusal = getattr(message, "refusal", None)
             detail = f"a refusal: {refusal!r}" if refusal else f"no message content (content={content!r:.80})"
             raise LLMBackendError(
@@ -233,11 +274,11 @@ class OpenAICompatModel:
     def _typed_error(self, err: openai.APIError) -> LLMBackendError:
         where = f"{self.name} at {self.base_url}"
         if isinstance(err, openai.APITimeoutError):
-            return LLMBackendError(f"{where} timed out after {self._timeout}s", retryable=True)
+            return EndpointTimeoutError(f"{where} timed out after {self._timeout}s", retryable=True)
         if isinstance(err, openai.APIConnectionError):
             cause = err.__cause__ or err
             message = _redact(str(cause), self._api_key)
-            return LLMBackendError(f"{where} could not be reached: {message}", retryable=True)
+            return EndpointUnreachableError(f"{where} could not be reached: {message}", retryable=True)
         if isinstance(err, openai.APIStatusError):
             status = err.status_code
             body = err.body
@@ -251,9 +292,4 @@ class OpenAICompatModel:
             )
         # APIResponseValidationError and any other client-side failure to read the response.
         message = _redact(str(err.message), self._api_key)
-        status_code = getattr(err, "status_code", None)
-        return LLMBackendError(
-            f"{where} returned an unparseable body: {message}",
-            status_code=status_code if isinstance(status_code, int) else None,
-            retryable=False,
-        )
+        return MalformedResponseError(f"{where} returned an unparseable body: {message}", retryable=True)

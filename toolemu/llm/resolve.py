@@ -15,7 +15,13 @@ from toolemu.core.registry import Registry
 from toolemu.llm.backend import ChatModel
 from toolemu.llm.cache import CachedModel
 from toolemu.llm.fake import FakeLLM
-from toolemu.llm.openai_compat import API_KEY_ENV, BASE_URL_ENV, OpenAICompatModel, env_value
+from toolemu.llm.openai_compat import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_MAX_CONNECTIONS,
+    OpenAICompatModel,
+    env_value,
+)
 
 MODEL_ENV = "TOOLEMU_MODEL"
 """Environment variable holding the default model spec."""
@@ -25,14 +31,21 @@ DEFAULT_LOCAL_SPEC = "llama:embedded"
 """The spec used when nothing is configured: the embedded offline model."""
 
 MODEL_BACKENDS: Registry[ChatModel] = Registry("model backend")
-"""Scheme -> factory ``(rest: str) -> ChatModel``; ``openai`` also takes ``base_url`` and ``api_key``."""
+"""Scheme -> factory ``(rest: str) -> ChatModel``; ``openai`` also takes ``base_url``, ``api_key`` and
+``max_connections``."""
 
 _EXTRAS = {"llama": "local", "hf": "transformers"}
 _SCHEME = re.compile(r"^([a-z][a-z0-9_-]*):(.*)$", re.DOTALL)
 
 
-def _openai_from_spec(rest: str, *, base_url: str | None = None, api_key: str | None = None) -> ChatModel:
-    return OpenAICompatModel(rest, base_url=base_url, api_key=api_key)
+def _openai_from_spec(
+    rest: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> ChatModel:
+    return OpenAICompatModel(rest, base_url=base_url, api_key=api_key, max_connections=max_connections)
 
 
 def _fake_from_spec(rest: str) -> ChatModel:
@@ -87,6 +100,7 @@ def resolve_model(
     base_url: str | None = None,
     api_key: str | None = None,
     cache_dir: str | Path | None = None,
+    max_connections: int | None = None,
 ) -> ChatModel:
     """Returns the chat model a spec names, optionally behind a disk cache.
 
@@ -99,6 +113,8 @@ def resolve_model(
         base_url: OpenAI-compatible endpoint; only valid with OpenAI-compatible specs.
         api_key: OpenAI-compatible key; only valid with OpenAI-compatible specs.
         cache_dir: When given, wrap the model in a ``CachedModel`` using this folder.
+        max_connections: Connection pool of an OpenAI-compatible model: the calls it may have in flight at once
+            (``bench --concurrency``); ignored by other backends, which hold no connections.
 
     Returns:
         The model. ``describe_model`` says in one line which backend it is.
@@ -111,7 +127,7 @@ def resolve_model(
     if spec is None:
         spec = default_spec(base_url=base_url, api_key=api_key)
     if isinstance(spec, str):
-        model = _from_string(spec, base_url=base_url, api_key=api_key)
+        model = _from_string(spec, base_url=base_url, api_key=api_key, max_connections=max_connections)
     elif isinstance(spec, ChatModel):
         if base_url is not None or api_key is not None:
             raise ConfigError(
@@ -155,7 +171,9 @@ def _check_colon_name(spec: str, base_url: str | None) -> None:
     raise err
 
 
-def _from_string(spec: str, *, base_url: str | None, api_key: str | None) -> ChatModel:
+def _from_string(
+    spec: str, *, base_url: str | None, api_key: str | None, max_connections: int | None = None
+) -> ChatModel:
     scheme, rest = split_spec(spec)
     if scheme == "openai":
         _check_colon_name(spec, base_url)
@@ -166,7 +184,8 @@ def _from_string(spec: str, *, base_url: str | None, api_key: str | None) -> Cha
         hint = f"; install it with `pip install 'toolemu[{extra}]'`" if extra else ""
         raise ConfigError(f"model backend `{scheme}` (for `{spec}`) is not available: {err}{hint}") from err
     if scheme == "openai":
-        return factory(rest, base_url=base_url, api_key=api_key)
+        pool = {} if max_connections is None else {"max_connections": max_connections}
+        return factory(rest, base_url=base_url, api_key=api_key, **pool)
     if base_url is not None or api_key is not None:
         raise ConfigError(
             f"--base-url/--api-key apply to OpenAI-compatible models, not to `{spec}`; "

@@ -1,6 +1,8 @@
 """Bounded retries with exponential backoff for model calls; the only place in toolemu that retries.
 
-Only an ``LLMBackendError`` with ``retryable=True`` (429, 5xx, timeouts, connection errors) is retried.
+Only an ``LLMBackendError`` with ``retryable=True`` (429, 5xx, timeouts, connection errors, bodies that are not
+a chat completion) is retried. Every retry is counted, by reason, in the counter ``count_retries`` opened in
+the calling context (the bench opens one per episode and stores it in the episode's record).
 """
 
 from __future__ import annotations
@@ -8,12 +10,20 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TypeVar
 
 from pydantic import Field, model_validator
 
-from toolemu.core.errors import LLMBackendError
+from toolemu.core.errors import (
+    EndpointTimeoutError,
+    EndpointUnreachableError,
+    LLMBackendError,
+    MalformedResponseError,
+)
 from toolemu.core.types import Frozen
 
 logger = logging.getLogger(__name__)
@@ -34,8 +44,9 @@ class RetryPolicy(Frozen):
         3.0
     """
 
-    max_attempts: int = Field(default=4, ge=1)
-    """Total attempts, the first call included; 1 disables retries."""
+    max_attempts: int = Field(default=6, ge=1)
+    """Total attempts, the first call included; 1 disables retries. Six keep a call that fails one time in five
+    (a gateway under load) failing for good about once in 15,000."""
     base_delay: float = Field(default=0.5, ge=0.0)
     """Seconds to wait before the first retry."""
     max_delay: float = Field(default=20.0, ge=0.0)
@@ -59,6 +70,47 @@ class RetryPolicy(Frozen):
         base = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))
         spread = 1.0 + self.jitter * random.uniform(-1.0, 1.0) if self.jitter else 1.0
         return min(self.max_delay, base * spread)
+
+
+_RETRIES: ContextVar[Counter[str] | None] = ContextVar("toolemu_retries", default=None)
+
+
+@contextmanager
+def count_retries() -> Iterator[Counter[str]]:
+    """Counts, by ``retry_reason``, the retries made by ``call_with_retries`` in this context (this thread).
+
+    Examples:
+        >>> with count_retries() as retries:
+        ...     pass
+        >>> dict(retries)
+        {}
+    """
+    retries: Counter[str] = Counter()
+    token = _RETRIES.set(retries)
+    try:
+        yield retries
+    finally:
+        _RETRIES.reset(token)
+
+
+def retry_reason(err: LLMBackendError) -> str:
+    """Names why a call failed, for retry counts: ``HTTP 429``, ``timeout``, ``unreachable``, ``malformed body``.
+
+    Examples:
+        >>> retry_reason(LLMBackendError("x", status_code=503))
+        'HTTP 503'
+        >>> retry_reason(MalformedResponseError("x"))
+        'malformed body'
+    """
+    if err.status_code is not None:
+        return f"HTTP {err.status_code}"
+    if isinstance(err, MalformedResponseError):
+        return "malformed body"
+    if isinstance(err, EndpointTimeoutError):
+        return "timeout"
+    if isinstance(err, EndpointUnreachableError):
+        return "unreachable"
+    return type(err).__name__
 
 
 def call_with_retries(
@@ -93,6 +145,9 @@ def call_with_retries(
                     logger.warning("%s failed after %d attempt(s): %s", what, attempt, err)
                 raise
             wait = policy.delay(attempt)
+            retries = _RETRIES.get()
+            if retries is not None:
+                retries[retry_reason(err)] += 1
             logger.warning(
                 "%s failed (attempt %d/%d, status %s): %s; retrying in %.2fs",
                 what,
