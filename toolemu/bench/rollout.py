@@ -1,4 +1,5 @@
-"""Plays one agent through one env episode and returns the ``EpisodeRecord``."""
+"""Plays one agent through one env episode and returns the ``EpisodeRecord``; ``play_case`` adds the env's
+set-up and tear-down (what every executor runs for one (case, trial))."""
 
 from __future__ import annotations
 
@@ -9,16 +10,46 @@ from collections.abc import Callable, Mapping
 from toolemu.agents import Agent
 from toolemu.bench.record import EpisodeRecord
 from toolemu.core.capture import Capture
-from toolemu.core.errors import EnvStateError, InfraError
-from toolemu.core.trajectory import ErrorRecord
-from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, ToolEmuEnv
+from toolemu.core.errors import EnvStateError, Error, InfraError
+from toolemu.core.trajectory import ErrorRecord, Trajectory
+from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, EnvConfig, ToolEmuEnv
 from toolemu.llm import count_retries
 from toolemu.rewards.evaluation import Evaluation
+from toolemu.testcases import Case
 
 logger = logging.getLogger(__name__)
 
 StepCallback = Callable[[Mapping[str, object], float], None]
 """Called after every env step with the step's ``info`` and the seconds the step took (agent call included)."""
+
+AgentFactory = Callable[[], Agent]
+"""Makes a fresh agent for one episode."""
+
+
+def play_case(case: Case, trial: int, make_agent: AgentFactory, env_config: EnvConfig, *, run_hash: str,
+              seed: int = 0) -> EpisodeRecord:
+    """Runs trial ``trial`` of ``case`` in an env of its own (its sandbox, when it has one), closed afterwards.
+
+    Cases that need unavailable services, and envs that cannot be built, give an error record, never a score.
+    """
+    if case.services:
+        missing = ", ".join(case.services)
+        return error_record(case, run_hash, trial, f"needs services not available here: {missing}")
+    try:
+        env = ToolEmuEnv(case, env_config)
+    except Error as e:
+        return error_record(case, run_hash, trial, f"{type(e).__name__}: {e}")
+    try:
+        return run_episode(env, make_agent(), seed=seed + trial, config_hash=run_hash, trial=trial)
+    finally:
+        env.close()
+
+
+def error_record(case: Case, run_hash: str, trial: int, message: str, *, kind: str = "SetupError") -> EpisodeRecord:
+    """The record of an episode that could not run: status ``error`` (boundary ``infra``), no score."""
+    error = ErrorRecord(type=kind, message=message, boundary="infra")
+    trajectory = Trajectory(case_id=case.id, instruction=case.instruction, status="error", error=error)
+    return EpisodeRecord.for_case(case, config_hash=run_hash, trial=trial, trajectory=trajectory, error=error)
 
 
 def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, config_hash: str = "",

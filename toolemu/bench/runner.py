@@ -10,26 +10,22 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from tqdm import tqdm
 
-from toolemu.agents import Agent
+from toolemu.bench.ray_options import RayOptions
 from toolemu.bench.record import EpisodeRecord, append_record, case_hash, drop_truncated_tail, read_records
-from toolemu.bench.rollout import run_episode
-from toolemu.core.errors import ConfigError, Error
+from toolemu.bench.rollout import AgentFactory, play_case
+from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
-from toolemu.core.trajectory import ErrorRecord, Trajectory
-from toolemu.envs import EnvConfig, ToolEmuEnv
+from toolemu.envs import EnvConfig
 from toolemu.testcases import Case
 
 logger = logging.getLogger(__name__)
-
-AgentFactory = Callable[[], Agent]
 
 
 def config_hash(description: dict[str, object]) -> str:
@@ -55,17 +51,23 @@ def run_suite(
     seed: int = 0,
     progress: bool = True,
     retry_errors: bool = False,
+    ray: RayOptions | None = None,
 ) -> list[EpisodeRecord]:
     """Runs every (case, trial) not already in ``out`` and returns all records for this config.
 
     Cases that need unavailable services are recorded as errors naming the service, never skipped silently.
-    A last line of ``out`` cut short by a crash is dropped with a warning before resuming.
+    A last line of ``out`` cut short by a crash is dropped with a warning before resuming. Each record is
+    appended to ``out`` as its episode ends, by this process alone, whichever executor plays the episodes.
 
     Args:
+        concurrency: Episodes in flight: threads here, or Ray tasks submitted at once with ``ray``.
         retry_errors: Also run again the (case, trial) pairs whose latest record is an error.
+        ray: Play the episodes as Ray tasks (``make_agent`` and ``env_config`` then serve only this process;
+            each worker builds its own from ``ray.setup``).
 
     Raises:
-        ConfigError: ``trials`` or ``concurrency`` is out of range, or ``out``'s folder does not exist.
+        ConfigError: ``trials`` or ``concurrency`` is out of range, or ``out``'s folder does not exist; with
+            ``ray``, Ray is not installed or cannot be reached.
     """
     if not 1 <= trials <= MAX_TRIALS:
         raise ConfigError(f"trials: {trials} is not in 1..{MAX_TRIALS}; run each case at least once")
@@ -87,38 +89,28 @@ def run_suite(
     wanted = {(c.id, run_hash, hashes[c.id], t) for c in cases for t in range(trials)}
     todo = [(c, t) for c in cases for t in range(trials) if (c.id, run_hash, hashes[c.id], t) not in done]
     results = [r for k, r in done.items() if k in wanted]
-    lock = threading.Lock()
+    if ray is None:
+        records = _run_on_threads(todo, make_agent, env_config, run_hash=run_hash, seed=seed, concurrency=concurrency)
+    else:
+        from toolemu.bench.ray_executor import run_on_ray  # Ray is an optional extra, imported only when used
 
-    def one(case: Case, trial: int) -> EpisodeRecord:
-        if case.services:
-            missing = ", ".join(case.services)
-            return _error_record(case, run_hash, trial, f"needs services not available here: {missing}")
-        try:
-            env = ToolEmuEnv(case, env_config)
-        except Error as e:
-            return _error_record(case, run_hash, trial, f"{type(e).__name__}: {e}")
-        try:
-            return run_episode(env, make_agent(), seed=seed + trial, config_hash=run_hash, trial=trial)
-        finally:
-            env.close()
-
+        records = run_on_ray(todo, ray, run_hash=run_hash, seed=seed, concurrency=concurrency)
     bar = tqdm(total=len(todo), desc="episodes", unit="ep", disable=not progress)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        futures = [pool.submit(one, c, t) for c, t in todo]
-        for fut in as_completed(futures):
-            record = fut.result()
-            with lock:
-                results.append(record)
-                if out is not None:
-                    append_record(out, record)
-            bar.set_postfix_str(f"{record.case_id}: {record.status}")
-            bar.update(1)
+    for record in records:  # each as it finishes: streamed to the file, once
+        results.append(record)
+        if out is not None:
+            append_record(out, record)
+        bar.set_postfix_str(f"{record.case_id}: {record.status}")
+        bar.update(1)
     bar.close()
     order = {c.id: i for i, c in enumerate(cases)}
     return sorted(results, key=lambda r: (order.get(r.case_id, len(order)), r.trial))
 
 
-def _error_record(case: Case, run_hash: str, trial: int, message: str) -> EpisodeRecord:
-    error = ErrorRecord(type="SetupError", message=message, boundary="infra")
-    trajectory = Trajectory(case_id=case.id, instruction=case.instruction, status="error", error=error)
-    return EpisodeRecord.for_case(case, config_hash=run_hash, trial=trial, trajectory=trajectory, error=error)
+def _run_on_threads(todo: Sequence[tuple[Case, int]], make_agent: AgentFactory, env_config: EnvConfig, *,
+                    run_hash: str, seed: int, concurrency: int) -> Iterator[EpisodeRecord]:
+    """Plays ``todo`` on ``concurrency`` threads (episodes wait on model calls, so threads overlap them)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(todo)))) as pool:
+        futures = [pool.submit(play_case, c, t, make_agent, env_config, run_hash=run_hash, seed=seed) for c, t in todo]
+        for fut in as_completed(futures):
+            yield fut.result()

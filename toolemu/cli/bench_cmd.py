@@ -8,10 +8,11 @@ from pathlib import Path
 import click
 
 from toolemu.bench import read_records, run_suite, summarise_retries
+from toolemu.bench.ray_options import RayOptions
 from toolemu.bench.suite import select_cases
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
-from toolemu.cli.session import build_session
+from toolemu.cli.session import SessionRecipe, build_session
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
 from toolemu.rewards.metrics import compute_metrics, render_summary
@@ -33,20 +34,32 @@ DEFAULT_OUT = Path("runs/results.jsonl")
               help=f"Append-only results file; re-running resumes. Its folder must exist (default {DEFAULT_OUT}, "
                    "whose folder is created).")
 @click.option("--retry-errors", is_flag=True, help="Also re-run episodes whose latest record is an error.")
+@click.option("--executor", type=click.Choice(["threads", "ray"]), default="threads", show_default=True,
+              help="threads: episodes on this machine; ray: episodes as Ray tasks (pip install 'toolemu[ray]').")
+@click.option("--ray-address", default=None,
+              help="Ray cluster to run on (ray://head:10001, auto); default $RAY_ADDRESS, else a local instance.")
+@click.option("--ray-cpus-per-episode", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
+              help="CPUs Ray reserves per episode task (below 1 packs model-bound episodes onto a CPU).")
 @model_options
 def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
-                  out: Path, retry_errors: bool, **opts: object) -> None:
+                  out: Path, retry_errors: bool, executor: str, ray_address: str | None,
+                  ray_cpus_per_episode: float, **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
+    if executor != "ray" and (ray_address is not None or ray_cpus_per_episode != 1.0):
+        raise click.UsageError("--ray-address and --ray-cpus-per-episode need --executor ray")
     if out is None:
         out = DEFAULT_OUT
         out.parent.mkdir(exist_ok=True)
     check_output_path(out, new=False)
     cases = select_cases(suite, case_ids, limit, real_toolkits=opts["real_toolkits"])  # type: ignore[arg-type]
     session = build_session(opts, concurrency=concurrency)
-    click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash})", err=True)
+    ray = None
+    if executor == "ray":
+        ray = RayOptions(setup=SessionRecipe.of(opts), address=ray_address, cpus_per_episode=ray_cpus_per_episode)
+    click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash}, {executor})", err=True)
     records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
                         trials=trials, concurrency=concurrency, seed=int(opts["seed"]),  # type: ignore[call-overload]
-                        retry_errors=retry_errors)
+                        retry_errors=retry_errors, ray=ray)
     click.echo(render_summary(compute_metrics(records)))
     click.echo(summarise_retries(records))
 

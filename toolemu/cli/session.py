@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -9,6 +10,7 @@ import click
 
 from toolemu.agents import Agent, ReActAgent
 from toolemu.bench import config_hash
+from toolemu.bench.rollout import AgentFactory
 from toolemu.envs import EnvConfig
 from toolemu.envs.tool_use_env import ENV_VERSION
 from toolemu.llm import ChatModel, describe_model, resolve_model
@@ -90,3 +92,26 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
         **(extra or {}),
     }
     return Session(agent, str(opts["agent_variant"]), env_config, config_hash(description))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecipe:
+    """The CLI options as a ``SuiteSetup``: a Ray worker builds the same session from them, quietly.
+
+    Examples:
+        >>> SessionRecipe.of({"seed": 0, "real_toolkits": ("Terminal",)}).opts
+        (('real_toolkits', ('Terminal',)), ('seed', 0))
+    """
+
+    opts: tuple[tuple[str, object], ...]
+    """The options, sorted by name (hashable, so a worker builds each recipe once)."""
+
+    @classmethod
+    def of(cls, opts: dict[str, object]) -> SessionRecipe:
+        """Freezes CLI options (lists become tuples)."""
+        return cls(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in opts.items())))
+
+    def __call__(self) -> tuple[AgentFactory, EnvConfig]:
+        """Resolves the models in this process and returns the agent factory and env config."""
+        session = build_session(dict(self.opts), quiet=True)
+        return session.make_agent, session.env_config
