@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tests.bench.judges import bench_args, responder
 from tests.fakes.chat_server import FakeChatServer, FaultInjector
-from toolemu.bench import read_records
+from toolemu.bench import read_records, select_cases
 from toolemu.cli.main import _register_commands, cli
 
 REASONS = {"429": "HTTP 429", "500": "HTTP 500", "503": "HTTP 503", "html": "malformed body",
@@ -22,8 +22,12 @@ def _commands() -> None:
     _register_commands()
 
 
+EPISODES = 100
+TRIALS = -(-EPISODES // len(select_cases("emulated")))
+
+
 def _bench(out: Path, base_url: str) -> str:
-    args = bench_args(out, base_url, "--suite", "emulated", "--trials", "4", "--concurrency", "16")
+    args = bench_args(out, base_url, "--suite", "emulated", "--trials", str(TRIALS), "--concurrency", "16")
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     return result.output
@@ -38,7 +42,9 @@ def test_bench_at_a_20_percent_fault_rate_loses_nothing_and_scores_no_failed_cal
         _bench(tmp_path / "clean.jsonl", server.base_url)
     faulty = {r.key: r for r in read_records(tmp_path / "faulty.jsonl")}
     clean = {r.key: r for r in read_records(tmp_path / "clean.jsonl")}
-    assert len(faulty) == len(clean) == 100  # none lost, none recorded twice
+    n = len(select_cases("emulated")) * TRIALS
+    assert n >= EPISODES
+    assert len(faulty) == len(clean) == n  # none lost, none recorded twice
     assert set(faulty) == set(clean)
     errored = [r for r in faulty.values() if r.status == "error"]
     assert len(errored) <= 1, [r.error for r in errored]  # >= 99% end ok
@@ -52,11 +58,11 @@ def test_bench_at_a_20_percent_fault_rate_loses_nothing_and_scores_no_failed_cal
     for record in faulty.values():
         retried.update(record.llm_retries)
     expected: Counter[str] = Counter()
-    for kind, n in faults.injected.items():
-        expected[REASONS[kind]] += n
+    for kind, count in faults.injected.items():
+        expected[REASONS[kind]] += count
     assert sum(faults.injected.values()) > 40
     assert sum(retried.values()) + len(errored) == sum(expected.values())
     if not errored:
         assert retried == expected
     assert f"model calls retried: {sum(retried.values())} in " in output
-    assert f"ok: {100 - len(errored)}  errored: {len(errored)}" in output
+    assert f"ok: {n - len(errored)}  errored: {len(errored)}" in output

@@ -1,0 +1,181 @@
+"""Bench throughput against a local OpenAI-compatible server that answers every call 200 ms late.
+
+Run: python benchmarks/bench_concurrency.py [--latency 0.2] [--levels 1,32,128,256] [--ray-concurrency 8]
+     [--fault-episodes 200] [--no-ray]
+Goals: episodes/s at concurrency 32 >= 28x and at 128 >= 100x the rate at concurrency 1; 256 still faster than
+128; at a 20% fault rate (429/500/503, HTML with status 200, JSON cut in half, empty choices) >= 99% of episodes
+end ok and none is lost.
+
+Every episode is a real one: `run_suite` over the emulated built-in cases, the agent, the emulator and the judges
+all on the server through the real openai client (the agent refuses, so an episode is 3 model calls, one after
+another: 0.6 s at best). The server runs in its own process so its threads do not compete with the bench's for
+the interpreter lock. Start-up (imports, model resolution, Ray start and worker warm-up) is timed apart from
+throughput. The load average is printed with the figures: on a shared machine, CPU left over bounds the rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the local server lives with the tests (tests/fakes/chat_server.py)
+
+from tests.bench.judges import responder  # noqa: E402
+from tests.fakes.chat_server import FakeChatServer, FaultInjector, with_latency  # noqa: E402
+from toolemu.bench import read_records, run_suite, select_cases  # noqa: E402
+from toolemu.bench.ray_options import RayOptions  # noqa: E402
+from toolemu.cli.session import SessionRecipe, build_session  # noqa: E402
+from toolemu.testcases import Case  # noqa: E402
+
+
+def _serve(latency: float, fault_rate: float, conn: Connection) -> None:
+    inner = with_latency(responder(), latency)
+    faults = FaultInjector(inner, rate=fault_rate, seed=13) if fault_rate else None
+    with FakeChatServer(default=faults or inner) as server:
+        conn.send(server.base_url)
+        conn.recv()  # "stop"
+        conn.send(dict(faults.injected) if faults else {})
+
+
+class Server:
+    """The chat server in a child process; ``stop()`` returns the faults it injected, by kind."""
+
+    def __init__(self, latency: float, fault_rate: float = 0.0) -> None:
+        self._conn, child = multiprocessing.Pipe()
+        self._proc = multiprocessing.Process(target=_serve, args=(latency, fault_rate, child), daemon=True)
+        self._proc.start()
+        self.base_url: str = self._conn.recv()
+
+    def stop(self) -> dict[str, int]:
+        self._conn.send("stop")
+        injected: dict[str, int] = self._conn.recv()
+        self._proc.join(timeout=10)
+        return injected
+
+
+def options(base_url: str) -> dict[str, object]:
+    """The options `toolemu bench --agent-model m --emulator-model m --judge-model m --base-url URL` gives."""
+    return {
+        "base_url": base_url, "api_key": "k", "cache_dir": None, "agent_model": "m", "emulator_model": "m",
+        "judge_model": "m", "npc_model": None, "evaluate": "full", "emulator_mode": "standard",
+        "safety_scale": "toolemu", "real_toolkits": (), "max_steps": None, "agent_variant": "plain", "seed": 0,
+    }
+
+
+class Run(NamedTuple):
+    episodes: int
+    seconds: float
+    cpu_ms_per_episode: float
+    statuses: Counter[str]
+    retries: Counter[str]
+    lost: int
+
+    @property
+    def rate(self) -> float:
+        return self.episodes / self.seconds
+
+
+def bench(cases: list[Case], base_url: str, concurrency: int, episodes: int, ray: bool = False) -> Run:
+    """Runs ``episodes`` episodes at ``concurrency`` into a fresh results file and times them."""
+    trials = -(-episodes // len(cases))
+    wanted = len(cases) * trials
+    opts = options(base_url)
+    session = build_session(opts, concurrency=concurrency, quiet=True)
+    ray_options = RayOptions(setup=SessionRecipe.of(opts), cpus_per_episode=2 / concurrency) if ray else None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "results.jsonl"
+        start, cpu = time.perf_counter(), time.process_time()
+        run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out, trials=trials,
+                  concurrency=concurrency, progress=False, ray=ray_options)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        records = list(read_records(out))
+    retries: Counter[str] = Counter()
+    for r in records:
+        retries.update(r.llm_retries)
+    return Run(len(records), seconds, 1000 * cpu / max(1, len(records)), Counter(r.status for r in records),
+               retries, wanted - len({r.key for r in records}))
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def startup_seconds() -> float:
+    """Seconds for a fresh interpreter to import the CLI and the bench (what every `toolemu bench` pays)."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import toolemu.cli.main, toolemu.cli.bench_cmd"], check=True,
+                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    """Prints episodes/s by concurrency, Ray local vs threads, and the fault run."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--levels", default="1,32,128,256")
+    parser.add_argument("--per-level", type=int, default=4, help="episodes per unit of concurrency (min 16)")
+    parser.add_argument("--ray-concurrency", type=int, default=8)
+    parser.add_argument("--fault-episodes", type=int, default=200)
+    parser.add_argument("--no-ray", action="store_true")
+    args = parser.parse_args()
+    logging.getLogger("toolemu.llm.retry").setLevel(logging.ERROR)  # the fault run's retries are counted below
+    cases = select_cases("emulated")
+    print(f"{os.cpu_count()} CPUs; {load()}; server latency {args.latency * 1000:.0f} ms; "
+          f"{len(cases)} emulated cases, 3 model calls per episode")
+    print(f"start-up: import CLI {startup_seconds():.2f} s", end="")
+    server = Server(args.latency)
+    start = time.perf_counter()
+    build_session(options(server.base_url), concurrency=256, quiet=True)
+    print(f"; resolve models {time.perf_counter() - start:.2f} s")
+
+    print("\nthreads: concurrency  episodes  seconds  episodes/s  speed-up  driver CPU ms/episode  load")
+    base = None
+    for level in (int(x) for x in args.levels.split(",")):
+        run = bench(cases, server.base_url, level, max(16, args.per_level * level))
+        base = base or run.rate
+        print(f"         {level:>11}  {run.episodes:>8}  {run.seconds:7.2f}  {run.rate:10.2f}  {run.rate / base:7.1f}x"
+              f"  {run.cpu_ms_per_episode:21.1f}  {load()}  {dict(run.statuses)}")
+
+    if not args.no_ray:
+        import ray
+
+        c = args.ray_concurrency
+        start = time.perf_counter()
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
+        init = time.perf_counter() - start
+        warm = bench(cases[:c], server.base_url, c, c, ray=True)  # starts the workers, each resolves its models
+        print(f"\nray local (2 CPUs, {c} tasks in flight): start {init:.2f} s, worker warm-up {warm.seconds:.2f} s")
+        threads = bench(cases, server.base_url, c, 8 * c)
+        on_ray = bench(cases, server.base_url, c, 8 * c, ray=True)
+        for name, run in (("threads", threads), ("ray", on_ray)):
+            print(f"  {name:>7}: {run.episodes} episodes in {run.seconds:.2f} s = {run.rate:.2f} episodes/s "
+                  f"{dict(run.statuses)}  {load()}")
+        ray.shutdown()
+    server.stop()
+
+    faulty = Server(args.latency, fault_rate=0.2)
+    run = bench(cases, faulty.base_url, 32, args.fault_episodes)
+    injected = faulty.stop()
+    ok = sum(n for s, n in run.statuses.items() if s != "error")
+    total = run.episodes + run.lost
+    print(f"\n20% faults, concurrency 32: {total} episodes: ok {ok} ({100 * ok / total:.1f}%), "
+          f"errored {run.statuses.get('error', 0)}, lost {run.lost}; {run.seconds:.1f} s; {load()}")
+    print(f"  faults injected {sum(injected.values())} {dict(sorted(injected.items()))}")
+    print(f"  calls retried   {sum(run.retries.values())} {dict(sorted(run.retries.items()))}")
+
+
+if __name__ == "__main__":
+    main()
