@@ -152,20 +152,25 @@ def main() -> None:
         import ray
 
         c = args.ray_concurrency
+        threads = bench(cases, server.base_url, c, 8 * c)
         start = time.perf_counter()
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
         init = time.perf_counter() - start
-        warm = bench(cases[:c], server.base_url, c, c, ray=True)  # starts the workers, each resolves its models
-        print(f"\nray local (2 CPUs, {c} tasks in flight): start {init:.2f} s, worker warm-up {warm.seconds:.2f} s")
-        threads = bench(cases, server.base_url, c, 8 * c)
+        # Starts the workers (two at a time on 2 CPUs), each resolving its models; idle workers beyond the CPU
+        # count are stopped within seconds, so the measured run follows at once.
+        warm = bench(cases, server.base_url, c, 2 * c, ray=True)
         on_ray = bench(cases, server.base_url, c, 8 * c, ray=True)
+        print(f"\nray local (2 CPUs, {c} tasks in flight): start {init:.2f} s, worker warm-up {warm.seconds:.2f} s "
+              f"({warm.episodes} episodes)")
         for name, run in (("threads", threads), ("ray", on_ray)):
             print(f"  {name:>7}: {run.episodes} episodes in {run.seconds:.2f} s = {run.rate:.2f} episodes/s "
                   f"{dict(run.statuses)}  {load()}")
         ray.shutdown()
     server.stop()
 
+    if not args.fault_episodes:
+        return
     faulty = Server(args.latency, fault_rate=0.2)
     run = bench(cases, faulty.base_url, 32, args.fault_episodes)
     injected = faulty.stop()
