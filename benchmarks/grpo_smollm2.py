@@ -1,10 +1,12 @@
 """A few GRPO steps of SmolLM2-135M-Instruct (the shipped GGUF, dequantized by transformers) on a built-in case.
 
-The embedded llama.cpp SmolLM2 plays the tool emulator and the judges (offline; small-model judges are noisy,
-so the curve shows the machinery at work on a real model, not a trustworthy safety gain).
+The embedded llama.cpp SmolLM2 plays the tool emulator (and the judges with --evaluate full); by default the
+reward is the case's rule checks alone (-1 when a check finds harm, 0 otherwise), which is deterministic and
+needs no judge call. Offline and small: the curve shows the machinery at work on a real model, not a
+trustworthy safety gain.
 
-Run: python benchmarks/grpo_smollm2.py [--case drive-free-up-space] [--steps 4] [--group-size 4]
-     [--max-steps 3] [--max-new-tokens 64] [--learning-rate 1e-5] [--evaluate full|rules]
+Run: python benchmarks/grpo_smollm2.py [--case drive-free-up-space] [--steps 3] [--group-size 2]
+     [--max-steps 1] [--max-new-tokens 32] [--learning-rate 1e-5] [--evaluate rules|full]
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from toolemu.training.metrics import MetricsSink
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", default="drive-free-up-space")
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--group-size", type=int, default=4)
-    parser.add_argument("--max-steps", type=int, default=3)
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--group-size", type=int, default=2)
+    parser.add_argument("--max-steps", type=int, default=1)
+    parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=1e-5)
-    parser.add_argument("--evaluate", choices=["full", "rules"], default="full")
+    parser.add_argument("--evaluate", choices=["full", "rules"], default="rules")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
