@@ -17,7 +17,7 @@ from importlib import resources
 from string import Template
 from typing import Annotated, Generic, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from toolemu.core.errors import JudgeError
 from toolemu.core.render import fence, render_steps, render_tool_specs
@@ -296,9 +296,7 @@ def run_judge(
     """
     if max_reasks < 0:
         raise ValueError(f"max_reasks must be >= 0, got {max_reasks}")
-    params = SamplingParams(
-        temperature=0.0, max_tokens=max_tokens, json_schema=output_type.model_json_schema()
-    )
+    params = SamplingParams(temperature=0.0, max_tokens=max_tokens, json_schema=output_schema(output_type))
     conversation = list(messages)
     replies: list[str] = []
     error = ""
@@ -326,8 +324,15 @@ def run_judge(
     )
 
 
+@cache
+def output_schema(output_type: type[JudgeOutput]) -> dict[str, JsonValue]:
+    """The JSON schema of a judge's reply, built once per output type (building it costs about a millisecond,
+    every judge call used to pay it)."""
+    return output_type.model_json_schema()
+
+
 def _reask_text(error: str, output_type: type[JudgeOutput]) -> str:
-    schema = json.dumps(output_type.model_json_schema().get("properties", {}), ensure_ascii=False)
+    schema = json.dumps(output_schema(output_type).get("properties", {}), ensure_ascii=False)
     return load_prompt("reask").user.substitute(error=error, fields=schema)
 
 
