@@ -1,5 +1,4 @@
-"""``toolemu bench``: an agent over a suite of cases, with concurrency, resume and a metrics summary;
-``toolemu report``: the summary of an existing results file."""
+"""``toolemu bench``: an agent over a suite of cases, with concurrency, resume and a metrics summary."""
 
 from __future__ import annotations
 
@@ -7,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from toolemu.bench import read_records, run_suite, summarise_retries
+from toolemu.bench import run_suite, summarise_retries
 from toolemu.bench.ray_options import RayOptions
+from toolemu.bench.run_info import save_run_info
 from toolemu.bench.suite import select_cases
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
@@ -53,6 +53,7 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
     check_output_path(out, new=False)
     cases = select_cases(suite, case_ids, limit, real_toolkits=opts["real_toolkits"])  # type: ignore[arg-type]
     session = build_session(opts, concurrency=concurrency)
+    save_run_info(out, session.run_hash, session.info)
     ray = None
     if executor == "ray":
         ray = RayOptions(setup=SessionRecipe.of(opts), address=ray_address, cpus_per_episode=ray_cpus_per_episode)
@@ -63,12 +64,3 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
     click.echo(render_summary(compute_metrics(records)))
     click.echo(summarise_retries(records))
 
-
-@cli.command("report")
-@click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--config", "config_filter", default=None, help="Only records with this config hash.")
-def report_command(results: Path, config_filter: str | None) -> None:
-    """Print the metrics summary of a results file."""
-    records = [r for r in read_records(results, allow_truncated_tail=True)
-               if config_filter is None or r.config_hash == config_filter]
-    click.echo(render_summary(compute_metrics(records)))

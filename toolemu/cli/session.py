@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -10,6 +11,7 @@ import click
 
 from toolemu.agents import Agent, ReActAgent
 from toolemu.bench import config_hash
+from toolemu.bench.run_info import RunInfo
 from toolemu.bench.rollout import AgentFactory
 from toolemu.envs import EnvConfig
 from toolemu.envs.tool_use_env import ENV_VERSION
@@ -26,6 +28,8 @@ class Session(NamedTuple):
     variant: str
     env_config: EnvConfig
     run_hash: str
+    info: RunInfo
+    """What ``run_hash`` stands for, saved beside the results file for reports."""
 
     def make_agent(self) -> Agent:
         """A fresh agent for one episode."""
@@ -91,7 +95,10 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
         **({"npc": npc.name} if opts.get("npc_model") else {}),  # absent by default: earlier hashes still hold
         **(extra or {}),
     }
-    return Session(agent, str(opts["agent_variant"]), env_config, config_hash(description))
+    info = RunInfo(agent=agent.name, variant=str(opts["agent_variant"]),
+                   judge=judge.name if judge is not None else None,
+                   description=json.loads(json.dumps(description, default=str)))
+    return Session(agent, str(opts["agent_variant"]), env_config, config_hash(description), info)
 
 
 @dataclass(frozen=True, slots=True)

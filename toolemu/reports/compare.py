@@ -1,0 +1,44 @@
+"""``toolemu compare A B``: two runs' figures on the cases they share, with paired bootstrap CIs of B - A."""
+
+from __future__ import annotations
+
+from toolemu.reports.runs import Run
+from toolemu.rewards.comparison import Comparison, compare_evaluations
+from toolemu.rewards.metrics import METRIC_LABELS, BootstrapConfig, format_value
+
+
+def compare_runs(a: Run, b: Run, bootstrap: BootstrapConfig | None = None) -> Comparison:
+    """Pairs the runs' episodes by (case, trial) and compares every figure both have."""
+    return compare_evaluations(
+        {(r.case_id, r.trial): r.evaluation for r in a.records},
+        {(r.case_id, r.trial): r.evaluation for r in b.records},
+        bootstrap,
+    )
+
+
+def render_comparison(a: Run, b: Run, comparison: Comparison) -> str:
+    """The comparison as a plain-text table; ``*`` marks a difference whose CI excludes 0."""
+    c = comparison
+    level = f"{c.bootstrap.confidence:.0%}"
+    lines = [
+        f"A: {a.label} (config {a.config_hash}, {len(a.records)} episodes)",
+        f"B: {b.label} (config {b.config_hash}, {len(b.records)} episodes)",
+        f"shared (case, trial): {c.n_shared}  compared: {c.n_shared - c.n_errored}  errored in A or B (left out): "
+        f"{c.n_errored}  only in A: {c.n_only_a}  only in B: {c.n_only_b}",
+        "",
+    ]
+    if not c.differences:
+        return "\n".join([*lines, "(no figure has a scored pair)"])
+    header = ["metric", "A", "B", f"B - A [{level} paired CI]", "pairs", ""]
+    rows = []
+    for d in c.differences:
+        low, high = d.difference.ci_low, d.difference.ci_high
+        excludes_zero = low is not None and high is not None and (low > 0 or high < 0)
+        rows.append([METRIC_LABELS.get(d.metric, d.metric), f"{d.a.value:.3f}", f"{d.b.value:.3f}",
+                     format_value(d.difference), str(d.difference.n), "*" if excludes_zero else ""])
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * w for w in widths], *rows]:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    lines += ["", f"paired percentile bootstrap of per-case differences, {c.bootstrap.resamples} resamples, "
+              f"seed {c.bootstrap.seed}; * = the CI excludes 0"]
+    return "\n".join(lines)

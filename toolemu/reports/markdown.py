@@ -1,0 +1,204 @@
+"""``toolemu report --out DIR``: a Markdown report with PNG figures over one or more runs, side by side.
+
+Sections: the runs, each run's judge agreement card, headline metrics with CIs, unsafe rate by risk category
+and by intent (heatmaps), the judge/rule disagreements, and errors by boundary. Figures and tables come from
+``toolemu.rewards.metrics``; text from episodes is untrusted and escaped before it enters the Markdown.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from toolemu.core.errors import ConfigError
+from toolemu.core.outfiles import write_new
+from toolemu.reports import figures
+from toolemu.reports.runs import Run, disagreement_of, verdict_of
+from toolemu.rewards.agreement import JudgeCard
+from toolemu.rewards.metrics import (
+    METRIC_LABELS,
+    BootstrapConfig,
+    MetricsReport,
+    MetricValue,
+    compute_metrics,
+    format_value,
+)
+
+REPORT_FILE = "report.md"
+
+
+class ReportFiles(NamedTuple):
+    """What ``write_report`` wrote."""
+
+    markdown: Path
+    figures: tuple[Path, ...]
+
+
+def md_text(text: str, limit: int = 240) -> str:
+    """Untrusted text made safe for one Markdown table cell: one line, HTML and Markdown syntax escaped, cut.
+
+    Examples:
+        >>> md_text("<img src=x onerror=alert(1)> | *bold*\\nnext")
+        '&lt;img src=x onerror=alert(1)&gt; \\\\| \\\\*bold\\\\* next'
+    """
+    one_line = " ".join(text.split())
+    if len(one_line) > limit:
+        one_line = one_line[: limit - 1] + "…"
+    escaped = html.escape(one_line, quote=False)
+    return re.sub(r"([\\`*_\[\]|!#])", r"\\\1", escaped)
+
+
+def _cell(v: MetricValue) -> str:
+    return "n/a" if v.n == 0 else f"{format_value(v)} (n={v.n})"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def prepare_out_dir(out: Path) -> None:
+    """Creates the report folder (its parent must exist); an existing folder must not hold a report yet.
+
+    Raises:
+        ConfigError: The parent is missing, ``out`` is a file, or it already holds ``report.md``.
+    """
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: is a file; give a folder for the report")
+    if (out / REPORT_FILE).exists():
+        raise ConfigError(f"--out {out}: already holds a report ({REPORT_FILE}); choose another folder or remove it")
+    if not out.parent.is_dir():
+        raise ConfigError(f"--out {out}: folder {out.parent} does not exist; create it first or choose another path")
+    out.mkdir(exist_ok=True)
+
+
+def card_for(run: Run, cards: Sequence[JudgeCard]) -> JudgeCard | None:
+    """The card of the judge that produced ``run`` (same model, same judge versions), if one was given."""
+    return next((c for c in cards if c.matches(run.judge_model, run.judge_versions)), None)
+
+
+def _card_lines(run: Run, card: JudgeCard | None) -> list[str]:
+    lines = [f"### {md_text(run.label)}", ""]
+    if run.judge_model is None:
+        return [*lines, "Rule checks only: no judge produced this run.", ""]
+    if card is None:
+        return [*lines, f"No judge card for judge `{md_text(run.judge_model)}` at these prompt versions. Make one "
+                "with `toolemu judges check --judge-model SPEC --out RESULTS_FOLDER/NAME.judge-card.json` (the "
+                "report reads `*.judge-card.json` beside each results file) or pass `--judge-card FILE`.", ""]
+    lines += [f"Judge `{md_text(card.judge_model)}` on {card.n_reference_runs} reference runs of suite "
+              f"`{md_text(card.suite)}` (known safe/unsafe labels); judge failures are errors, not labels.", ""]
+    rows = [[s.scale, _cell(s.accuracy), _cell(s.false_safe_rate), _cell(s.false_unsafe_rate), str(s.n_errors)]
+            for s in card.safety]
+    lines += _table(["safety scale", "accuracy", "false-safe rate", "false-unsafe rate", "errors"], rows)
+    h = card.helpfulness
+    lines += ["", f"Helpfulness judge (no ground-truth label): mean score on safe runs {_cell(h.mean_on_safe)}, "
+              f"on unsafe runs {_cell(h.mean_on_unsafe)}, errors {h.n_errors}.", ""]
+    return lines
+
+
+def _breakdown(runs: Sequence[Run], reports: Sequence[MetricsReport], metric: str, by: str) -> list[str]:
+    groups = [getattr(r, by) for r in reports]
+    keys = sorted({k for g in groups for k in g})
+    rows = [[md_text(k), *(_cell(getattr(g[k], metric)) if k in g else "n/a" for g in groups)] for k in keys]
+    return _table([by.removeprefix("by_").replace("_", " "), *(md_text(r.label) for r in runs)], rows)
+
+
+def _disagreements(runs: Sequence[Run]) -> list[str]:
+    rows = []
+    for run in runs:
+        for rec in run.records:
+            direction = disagreement_of(rec)
+            if direction is None or rec.evaluation is None:
+                continue
+            ev = rec.evaluation
+            fired = [r.id for r in ev.rules.results if r.unsafe] if ev.rules is not None else []
+            rows.append([md_text(run.label), md_text(rec.case_id), str(rec.trial), direction.replace("_", " "),
+                         md_text(f"{ev.safety[0].scale}: {ev.safety[0].label}"), md_text(", ".join(fired) or "-"),
+                         md_text(ev.safety[0].rationale, 160)])
+    if not rows:
+        return ["No episode where the safety judge and the rule checks disagree.", ""]
+    header = ["run", "case", "trial", "direction", "judge", "unsafe rule checks", "judge rationale"]
+    return [*_table(header, rows), ""]
+
+
+def _errors(runs: Sequence[Run], reports: Sequence[MetricsReport]) -> list[str]:
+    boundaries = sorted({b for r in reports for b in r.overall.errors_by_boundary})
+    lines = _table(["run", "episodes", "errored", *boundaries],
+                   [[md_text(run.label), str(rep.overall.n_episodes), str(rep.overall.n_errored),
+                     *(str(rep.overall.errors_by_boundary.get(b, 0)) for b in boundaries)]
+                    for run, rep in zip(runs, reports, strict=True)])
+    failed = [(run, rec) for run in runs for rec in run.records if verdict_of(rec) == "error"]
+    if failed:
+        lines += ["", "Errored episodes:", ""]
+        rows = []
+        for run, rec in failed:
+            errs = [rec.error] if rec.error is not None else []
+            errs += list(rec.evaluation.errors) if rec.evaluation is not None else []
+            first = errs[0] if errs else None
+            rows.append([md_text(run.label), md_text(rec.case_id), str(rec.trial),
+                         first.boundary if first else "-", md_text(first.type if first else "-"),
+                         md_text(first.message if first else "no error record", 200)])
+        lines += _table(["run", "case", "trial", "boundary", "type", "message"], rows)
+    return [*lines, ""]
+
+
+def write_report(
+    runs: Sequence[Run], out: Path, *, cards: Sequence[JudgeCard] = (), bootstrap: BootstrapConfig | None = None
+) -> ReportFiles:
+    """Writes ``report.md`` and its PNG figures into ``out`` (see ``prepare_out_dir``).
+
+    Raises:
+        ConfigError: No run, the folder cannot hold the report, or matplotlib is missing.
+    """
+    if not runs:
+        raise ConfigError("a report needs at least one run")
+    prepare_out_dir(out)
+    reports = [compute_metrics(r.records, bootstrap) for r in runs]
+    labels = [r.label for r in runs]
+    written: list[Path] = []
+    lines = ["# toolemu report", "", "## Runs", ""]
+    lines += _table(["run", "config", "agent", "judge", "episodes", "ok", "errored", "results files"], [
+        [md_text(r.label), f"`{r.config_hash}`", md_text(r.info.agent if r.info else "?"),
+         md_text(r.judge_model or "none (rules only)"), str(m.overall.n_episodes),
+         str(m.overall.n_episodes - m.overall.n_errored), str(m.overall.n_errored),
+         md_text(", ".join(p.name for p in r.sources))]
+        for r, m in zip(runs, reports, strict=True)])
+    lines += ["", "## Judge agreement cards", "",
+              "How far each run's judge agrees with known labels, before reading its numbers.", ""]
+    for run in runs:
+        lines += _card_lines(run, card_for(run, cards))
+
+    lines += ["## Headline metrics", ""]
+    headline = out / "headline.png"
+    shown = figures.draw_headline(labels, reports, headline)
+    if shown:
+        written.append(headline)
+        lines += ["![headline metrics](headline.png)", ""]
+    rows = [[METRIC_LABELS[m], *(_cell(getattr(rep.overall, m)) for rep in reports)] for m in shown]
+    lines += [*_table(["metric", *(md_text(lab) for lab in labels)], rows), ""] if rows else ["No scored episode.", ""]
+
+    metric = figures.unsafe_metric(reports)
+    for by, title, name in (("by_risk_category", "risk category", "unsafe_by_category.png"),
+                            ("by_intent", "intent", "unsafe_by_intent.png")):
+        lines += [f"## Unsafe rate by {title}", ""]
+        if metric is None:
+            lines += ["No scored episode.", ""]
+            continue
+        figures.draw_heatmap(labels, [getattr(r, by) for r in reports], metric,
+                             f"{METRIC_LABELS[metric]} by {title}", out / name)
+        written.append(out / name)
+        lines += [f"Figure: {METRIC_LABELS[metric]} (95% CIs in the table).", "", f"![{title}]({name})", "",
+                  *_breakdown(runs, reports, metric, by), ""]
+
+    lines += ["## Judge/rule disagreements", "", *_disagreements(runs), "## Errors by boundary", ""]
+    if figures.draw_errors(labels, reports, out / "errors.png"):
+        written.append(out / "errors.png")
+        lines += ["![errors by boundary](errors.png)", ""]
+    lines += _errors(runs, reports)
+    cfg = reports[0].bootstrap
+    lines += [f"CIs: percentile bootstrap, {cfg.resamples} resamples, {cfg.confidence:.0%}, seed {cfg.seed}. Errored "
+              "episodes are counted above and excluded from every figure."]
+    write_new(out / REPORT_FILE, "\n".join(lines) + "\n")
+    return ReportFiles(out / REPORT_FILE, tuple(written))
