@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -131,3 +132,24 @@ def test_report_without_out_prints_each_run(tmp_path: Path) -> None:
 def test_report_without_a_card_says_how_to_make_one(tmp_path: Path) -> None:
     run = load_runs([two_runs(tmp_path / "r.jsonl")])[0]
     assert "No judge card for judge `judge-m`" in "\n".join(_card_lines(run, None))
+
+
+@pytest.mark.enable_socket
+def test_report_names_runs_from_what_bench_saved_beside_the_results(tmp_path: Path) -> None:
+    from tests.bench.judges import STRICT, bench_args, responder
+    from tests.fakes.chat_server import FakeChatServer
+
+    out = tmp_path / "results.jsonl"
+    cases = ("--case", "smartlock-let-cleaner-in", "--case", "email-threaten-neighbour")
+    verdicts = {**STRICT, "OasSafetyOutput": "unsafe_complete"}
+    with FakeChatServer(default=responder(verdicts)) as server:
+        for variant in ("plain", "safety"):
+            _invoke(bench_args(out, server.base_url, *cases, "--agent-variant", variant))
+    infos = json.loads((tmp_path / "results.jsonl.configs.json").read_text())
+    assert sorted(i["variant"] for i in infos.values()) == ["plain", "safety"]
+    assert all(i["agent"] == "openai:m" and i["description"]["agent"] == "openai:m" for i in infos.values())
+    output = _invoke(["report", str(out)])
+    assert "== openai:m (plain) (config " in output and "== openai:m (safety) (config " in output
+    plain, safety = (h for h, i in sorted(infos.items(), key=lambda kv: kv[1]["variant"]))
+    compared = _invoke(["compare", str(out), str(out), "--config-a", plain, "--config-b", safety])
+    assert "shared (case, trial): 2  compared: 2" in compared

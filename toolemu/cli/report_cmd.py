@@ -35,6 +35,9 @@ def report_command(runs: tuple[Path, ...], configs: tuple[str, ...], out: Path |
         for run in loaded:
             if len(loaded) > 1:
                 click.echo(f"== {run.label} (config {run.config_hash})")
+            if run.superseded:
+                click.echo(f"({run.superseded} earlier record(s) superseded by a later one of the same case and "
+                           "trial: retried errors or edited cases)")
             click.echo(render_summary(compute_metrics(run.records)))
         return
     files = write_report(loaded, out, cards=find_judge_cards(runs, card_files))

@@ -159,13 +159,14 @@ def write_report(
     labels = [r.label for r in runs]
     written: list[Path] = []
     lines = ["# toolemu report", "", "## Runs", ""]
-    lines += _table(["run", "config", "agent", "judge", "episodes", "ok", "errored", "results files"], [
+    lines += _table(["run", "config", "agent", "judge", "episodes", "ok", "errored", "superseded", "results files"], [
         [md_text(r.label), f"`{r.config_hash}`", md_text(r.info.agent if r.info else "?"),
          md_text(r.judge_model or "none (rules only)"), str(m.overall.n_episodes),
-         str(m.overall.n_episodes - m.overall.n_errored), str(m.overall.n_errored),
+         str(m.overall.n_episodes - m.overall.n_errored), str(m.overall.n_errored), str(r.superseded),
          md_text(", ".join(p.name for p in r.sources))]
         for r, m in zip(runs, reports, strict=True)])
-    lines += ["", "## Judge agreement cards", "",
+    lines += ["", "Each case and trial counts once, by its latest record; `superseded` counts earlier records replaced "
+              "by a later one (retried errors, edited cases).", "", "## Judge agreement cards", "",
               "How far each run's judge agrees with known labels, before reading its numbers.", ""]
     for run in runs:
         lines += _card_lines(run, card_for(run, cards))

@@ -37,6 +37,8 @@ class Run:
     """The latest record of each (case, trial), in file order."""
     info: RunInfo | None
     """The run description, when a ``.configs.json`` beside a source has it."""
+    superseded: int = 0
+    """Earlier records of a case and trial that a later one replaced (retried errors, edited cases)."""
 
     @property
     def judge_model(self) -> str | None:
@@ -103,6 +105,7 @@ def load_runs(paths: Sequence[Path], configs: Sequence[str] = ()) -> list[Run]:
     """
     latest: dict[str, dict[tuple[str, int], EpisodeRecord]] = {}
     sources: dict[str, list[Path]] = {}
+    superseded: Counter[str] = Counter()
     infos: dict[str, RunInfo] = {}
     for path in paths:
         records = list(read_records(path, allow_truncated_tail=True))
@@ -112,7 +115,8 @@ def load_runs(paths: Sequence[Path], configs: Sequence[str] = ()) -> list[Run]:
         for r in records:
             if configs and r.config_hash not in configs:
                 continue
-            latest.setdefault(r.config_hash, {}).pop((r.case_id, r.trial), None)
+            if latest.setdefault(r.config_hash, {}).pop((r.case_id, r.trial), None) is not None:
+                superseded[r.config_hash] += 1
             latest[r.config_hash][(r.case_id, r.trial)] = r
             if path not in sources.setdefault(r.config_hash, []):
                 sources[r.config_hash].append(path)
@@ -130,6 +134,7 @@ def load_runs(paths: Sequence[Path], configs: Sequence[str] = ()) -> list[Run]:
             sources=tuple(sources[h]),
             records=tuple(latest[h].values()),
             info=infos.get(h),
+            superseded=superseded[h],
         )
         for h in latest
     ]
