@@ -133,3 +133,19 @@ def test_rescore_never_overwrites(tmp_path: Path) -> None:
     results.write_text("")
     result = CliRunner().invoke(cli, ["rescore", str(results), "--out", str(results), "--rules-only"])
     assert result.exit_code == 1 and "already exists" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.enable_socket
+def test_rescore_names_the_new_run_after_the_run_it_came_from(tmp_path: Path) -> None:
+    from toolemu.bench.run_info import load_run_info
+
+    results, rescored = tmp_path / "results.jsonl", tmp_path / "rescored.jsonl"
+    with FakeChatServer(default=responder()) as server:
+        _invoke(bench_args(results, server.base_url, "--case", "smartlock-let-cleaner-in"))
+    with FakeChatServer(default=responder(STRICT)) as judge:
+        _rescore(results, rescored, judge.base_url)
+    (old_hash, old), = load_run_info(results).items()
+    (new_hash, new), = load_run_info(rescored).items()
+    assert new_hash == next(iter(read_records(rescored))).config_hash != old_hash
+    assert (new.agent, new.variant, new.judge) == (old.agent, "plain, re-judged by openai:m2", "openai:m2")
+    assert new.description["rescored_from"] == old_hash

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
-from toolemu.bench.rescore import rescore_file
+from toolemu.bench.rescore import RescoreScope, rescore_file, rescore_hash
+from toolemu.bench.run_info import RunInfo, load_run_info, save_run_info
 from toolemu.cli.main import cli
 from toolemu.core.errors import ConfigError
 from toolemu.llm import describe_model, resolve_model
-from toolemu.rewards.evaluation import EvaluationConfig, build_judges
+from toolemu.rewards.evaluation import EvaluationConfig, Judges, build_judges
 from toolemu.rewards.metrics import compute_metrics, render_summary
 
 
@@ -39,5 +40,19 @@ def rescore_command(results: Path, out: Path, judge_model: str | None, rules_onl
         click.echo(f"   judges: {describe_model(model)}", err=True)
         judges = build_judges(evaluation, model)
     records = rescore_file(results, out, judges, evaluation, only_config=config_filter)
+    _describe(results, out, judges, {r.config_hash for r in records})
     click.echo(f"re-scored {len(records)} episode(s) -> {out} (config {records[0].config_hash})", err=True)
     click.echo(render_summary(compute_metrics(records)))
+
+
+def _describe(results: Path, out: Path, judges: Judges | None, new_hashes: set[str]) -> None:
+    """Names the re-scored runs beside ``out`` after the runs they came from (when those are described)."""
+    scope: RescoreScope = "rules" if judges is None else "full"
+    judge = judges.helpfulness.model.name if judges is not None else None
+    for old, info in load_run_info(results).items():
+        new = rescore_hash(old, judges, scope)
+        if new in new_hashes:
+            how = f"re-judged by {judge}" if judge else "rules re-run"
+            save_run_info(out, new, RunInfo(
+                agent=info.agent, variant=f"{info.variant}, {how}" if info.variant else how, judge=judge,
+                description={"rescored_from": old, "scope": scope, "judge": judge, "run": info.description}))
