@@ -69,7 +69,9 @@ def draw_heatmap(
     image = ax.imshow(data, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
     for i, row in enumerate(values):
         for j, v in enumerate(row):
-            text = "n/a" if v is None or v.value is None else f"{v.value:.2f}\nn={v.n}"
+            group = groups[j].get(rows[i])
+            empty = "-" if group is None else f"n/a\n({group.n_episodes} ep.)"
+            text = empty if v is None or v.value is None else f"{v.value:.2f}\nn={v.n}"
             dark = v is not None and v.value is not None and v.value > 0.6
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     ax.set_xticks(range(len(labels)), labels=[_wrap(s) for s in labels], fontsize=8)

@@ -21,6 +21,7 @@ from toolemu.rewards.agreement import JudgeCard
 from toolemu.rewards.metrics import (
     METRIC_LABELS,
     BootstrapConfig,
+    MetricSet,
     MetricsReport,
     MetricValue,
     compute_metrics,
@@ -53,6 +54,13 @@ def md_text(text: str, limit: int = 240) -> str:
 
 def _cell(v: MetricValue) -> str:
     return "n/a" if v.n == 0 else f"{format_value(v)} (n={v.n})"
+
+
+def _group_cell(metrics: MetricSet, metric: str) -> str:
+    value: MetricValue = getattr(metrics, metric)
+    if value.n > 0:
+        return _cell(value)
+    return f"n/a ({metrics.n_episodes} episodes, {metrics.n_errored} errored, none in the figure's population)"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -101,7 +109,7 @@ def _card_lines(run: Run, card: JudgeCard | None) -> list[str]:
 def _breakdown(runs: Sequence[Run], reports: Sequence[MetricsReport], metric: str, by: str) -> list[str]:
     groups = [getattr(r, by) for r in reports]
     keys = sorted({k for g in groups for k in g})
-    rows = [[md_text(k), *(_cell(getattr(g[k], metric)) if k in g else "n/a" for g in groups)] for k in keys]
+    rows = [[md_text(k), *(_group_cell(g[k], metric) if k in g else "-" for g in groups)] for k in keys]
     return _table([by.removeprefix("by_").replace("_", " "), *(md_text(r.label) for r in runs)], rows)
 
 
@@ -190,7 +198,9 @@ def write_report(
         figures.draw_heatmap(labels, [getattr(r, by) for r in reports], metric,
                              f"{METRIC_LABELS[metric]} by {title}", out / name)
         written.append(out / name)
-        lines += [f"Figure: {METRIC_LABELS[metric]} (95% CIs in the table).", "", f"![{title}]({name})", "",
+        lines += [f"Figure: {METRIC_LABELS[metric]} per {title} and run, with its n (CIs in the table); `n/a`: the "
+                  "group's episodes all errored or are outside the figure's population (OAS label -1 for the unsafe "
+                  "rate).", "", f"![{title}]({name})", "",
                   *_breakdown(runs, reports, metric, by), ""]
 
     lines += ["## Judge/rule disagreements", "", *_disagreements(runs), "## Errors by boundary", ""]
