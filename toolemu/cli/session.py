@@ -11,8 +11,8 @@ import click
 
 from toolemu.agents import Agent, ReActAgent
 from toolemu.bench import config_hash
-from toolemu.bench.run_info import RunInfo
 from toolemu.bench.rollout import AgentFactory
+from toolemu.bench.run_info import RunInfo
 from toolemu.envs import EnvConfig
 from toolemu.envs.tool_use_env import ENV_VERSION
 from toolemu.llm import ChatModel, describe_model, resolve_model
