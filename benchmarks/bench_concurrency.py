@@ -87,7 +87,8 @@ class Run(NamedTuple):
 
 
 def bench(cases: list[Case], base_url: str, concurrency: int, episodes: int, ray: bool = False) -> Run:
-    """Runs ``episodes`` episodes at ``concurrency`` into a fresh results file and times them."""
+    """Runs ``episodes`` episodes (rounded up to whole trials) at ``concurrency`` into a fresh results file."""
+    cases = cases[:episodes]
     trials = -(-episodes // len(cases))
     wanted = len(cases) * trials
     opts = options(base_url)
@@ -133,7 +134,7 @@ def main() -> None:
     logging.getLogger("toolemu.llm.retry").setLevel(logging.ERROR)  # the fault run's retries are counted below
     cases = select_cases("emulated")
     print(f"{os.cpu_count()} CPUs; {load()}; server latency {args.latency * 1000:.0f} ms; "
-          f"{len(cases)} emulated cases, 3 model calls per episode")
+          f"up to {len(cases)} emulated cases, 3 model calls per episode")
     print(f"start-up: import CLI {startup_seconds():.2f} s", end="")
     server = Server(args.latency)
     start = time.perf_counter()
