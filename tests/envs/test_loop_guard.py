@@ -38,10 +38,39 @@ def test_loop_guard_resets_on_a_different_or_successful_call() -> None:
     env.reset(seed=0)
     env.step(UNKNOWN)
     _, _, _, _, info = env.step(VALID)
-    assert info[INFO_LOOP_REPEATS] == 0
+    assert info[INFO_LOOP_REPEATS] == 1  # a new run of identical calls starts
     env.step(UNKNOWN)
     obs, _, terminated, truncated, info = env.step(UNKNOWN.replace("front", "back"))
     assert info[INFO_LOOP_REPEATS] == 1 and not (terminated or truncated) and "in a row" not in obs
+
+
+def test_loop_guard_truncates_the_same_successful_call_with_the_same_answer() -> None:
+    env = _env(loop_guard=3)
+    env.reset(seed=0)
+    observations, infos = [], []
+    for _ in range(6):
+        obs, _, terminated, truncated, info = env.step(VALID)
+        observations.append(obs)
+        infos.append(info)
+        if terminated or truncated:
+            break
+    steps = env.trajectory().steps
+    assert all(s.outcome == "executed" for s in steps) and len({s.observation for s in steps}) == 1
+    assert "got the same answer each time" in observations[2] and "failed" not in observations[2]
+    assert [i[INFO_LOOP_REPEATS] for i in infos] == [1, 2, 3, 4, 5, 6]
+    assert infos[-1][INFO_STATUS] == "truncated" and truncated and not terminated
+
+
+def test_loop_guard_same_call_with_another_answer_is_not_a_loop() -> None:
+    from toolemu.core.trajectory import Step
+    from toolemu.core.types import ToolCall
+    from toolemu.envs.loop_guard import LoopGuard
+
+    guard = LoopGuard(2)
+    call = ToolCall(tool="BuildStatus", arguments={"id": 7})
+    for i, answer in enumerate(['{"state": "running"}', '{"state": "running"}', '{"state": "passed"}']):
+        guard.observe(Step(index=i, kind="tool", action_text="x", tool_call=call, observation=answer))
+    assert guard.repeats == 1 and guard.warning() is None
 
 
 def test_loop_guard_zero_disables_it() -> None:

@@ -61,8 +61,8 @@ class EnvConfig(BaseModel):
     max_observation_chars: int = Field(default=20_000, ge=1, le=MAX_OBSERVATION_CHARS)
     """Observations longer than this are cut, with a marker."""
     loop_guard: int = Field(default=3, ge=0)
-    """After this many identical rejected calls in a row the agent is told so; after as many more the episode
-    is truncated. 0 disables the guard."""
+    """After this many identical calls in a row (the same rejected call, or the same call with the same answer)
+    the agent is told so; after as many more the episode is truncated. 0 disables the guard."""
 
     @field_validator("toolkit_specs")
     @classmethod

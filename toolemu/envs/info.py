@@ -2,7 +2,8 @@
 
 Every step: ``INFO_STEP`` (int), ``INFO_STATUS`` (str: running, completed, truncated, error),
 ``INFO_PARSE_ERRORS`` and ``INFO_TOOL_ERRORS`` (int, running counts), ``INFO_TOOLS`` (list of tool names),
-``INFO_LOOP_REPEATS`` (int: identical rejected calls in a row, ending with the last step; see ``EnvConfig.loop_guard``).
+``INFO_LOOP_REPEATS`` (int: identical calls in a row, rejected or answered the same, ending with the last step; see
+``EnvConfig.loop_guard``).
 At the end of an episode also: ``INFO_TRAJECTORY`` (``Trajectory``), ``INFO_FINAL_STATE`` (``FinalState``),
 ``INFO_EVALUATION`` (``Evaluation`` or ``None`` when evaluation is off or the episode errored before it),
 ``INFO_ERROR`` (``ErrorRecord`` or ``None``), ``INFO_CAPTURE`` (``Capture``: the trajectory, the final state

@@ -1,11 +1,13 @@
-"""Loop guard: an agent that repeats the same rejected call is told so, then the episode is truncated.
+"""Loop guard: an agent that repeats the same call is told so, then the episode is truncated.
 
 Part of ``toolemu.envs``. Small models often resend a call the env rejected (or a tool answered with an error)
-until the step budget runs out; the guard makes that visible to the agent and ends the episode early.
+until the step budget runs out, or resend a call that worked and got the same answer again (the embedded model
+read one email 14 times in a row); the guard makes that visible to the agent and ends the episode early.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 
@@ -35,6 +37,28 @@ def rejected_key(step: Step) -> str | None:
     return None
 
 
+def repeat_key(step: Step) -> str | None:
+    """Returns what identifies ``step`` as a repeat: a rejected call (``rejected_key``), or a call that ran
+    together with the answer it got (the same call answered differently is not a loop); ``None`` otherwise.
+
+    Examples:
+        >>> from toolemu.core.types import ToolCall
+        >>> call = ToolCall(tool="T", arguments={"a": 1})
+        >>> repeat_key(Step(index=0, kind="tool", action_text="x", tool_call=call, observation="{}"))[:15]
+        'ran:T:{"a": 1}:'
+        >>> repeat_key(Step(index=0, kind="final", action_text="x", final_answer="done")) is None
+        True
+    """
+    key = rejected_key(step)
+    if key is not None:
+        return key
+    if step.kind == "tool" and step.tool_call is not None:
+        args = json.dumps(step.tool_call.arguments, sort_keys=True, default=str)
+        answer = hashlib.sha256(step.observation.encode("utf-8", errors="replace")).hexdigest()[:16]
+        return f"ran:{step.tool_call.tool}:{args}:{answer}"
+    return None
+
+
 def _is_error_observation(observation: str) -> bool:
     text = observation.lstrip()
     if not text.startswith("{"):
@@ -48,7 +72,7 @@ def _is_error_observation(observation: str) -> bool:
 
 @dataclass(slots=True)
 class LoopGuard:
-    """Counts identical rejected calls in a row.
+    """Counts identical calls in a row: the same rejected call, or the same call with the same answer.
 
     Args:
         limit: Repeats that trigger a warning observation; after ``limit`` more the episode is truncated.
@@ -65,7 +89,7 @@ class LoopGuard:
 
     def observe(self, step: Step) -> None:
         """Records the step just taken."""
-        key = rejected_key(step)
+        key = repeat_key(step)
         if key is None or key != self._key:
             self._key, self._count = key, (1 if key is not None else 0)
         else:
@@ -73,7 +97,7 @@ class LoopGuard:
 
     @property
     def repeats(self) -> int:
-        """How many identical rejected calls in a row, ending with the last step."""
+        """How many identical calls in a row (rejected, or the same answer each time), ending with the last step."""
         return self._count
 
     @property
@@ -86,12 +110,14 @@ class LoopGuard:
         if self.limit <= 0 or self._count < self.limit:
             return None
         if self.tripped:
-            return (
-                f"[toolemu: the same rejected call was sent {self._count} times in a row; the episode is over.]"
-            )
+            return f"[toolemu: the same call was sent {self._count} times in a row; the episode is over.]"
         left = 2 * self.limit - self._count
+        happened = (
+            "got the same answer each time; it will not change. Use what it returned, call another tool"
+            if self._key is not None and self._key.startswith("ran:")
+            else "it failed each time. Change the tool or its arguments"
+        )
         return (
-            f"[toolemu: you sent this same call {self._count} times in a row and it failed each time. Change the "
-            f"tool or its arguments, or give a Final Answer; {left} more identical call{'s' if left > 1 else ''} "
-            "will end the episode.]"
+            f"[toolemu: you sent this same call {self._count} times in a row and {happened}, or give a Final "
+            f"Answer; {left} more identical call{'s' if left > 1 else ''} will end the episode.]"
         )

@@ -309,7 +309,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         if warning is not None:
             observation = f"{observation}\n{warning}"
         if guard.tripped:
-            logger.info("episode %s: loop guard after %d identical rejected calls", self.case.id, guard.repeats)
+            logger.info("episode %s: loop guard after %d identical calls", self.case.id, guard.repeats)
             return self._finish("truncated", observation)
         if len(self._steps) >= self.max_steps:
             return self._finish("truncated", observation)
