@@ -6,9 +6,13 @@ from toolemu.bench.rescore import rescore_file, rescore_record
 from toolemu.bench.rollout import run_episode
 from toolemu.bench.runner import config_hash, run_suite
 from toolemu.bench.suite import needs_sandbox, select_cases
+from toolemu.bench.suite_env import OPTION_CASE, SuiteRef, ToolEmuSuiteEnv, resolve_suite
 
 __all__ = [
+    "OPTION_CASE",
     "EpisodeRecord",
+    "SuiteRef",
+    "ToolEmuSuiteEnv",
     "append_record",
     "case_hash",
     "config_hash",
@@ -16,6 +20,7 @@ __all__ = [
     "read_records",
     "rescore_file",
     "rescore_record",
+    "resolve_suite",
     "run_episode",
     "run_suite",
     "select_cases",

@@ -1,7 +1,8 @@
-"""Gymnasium environments: ``ToolEmuEnv`` (``ToolEmu-v0``), its config, spaces, action parsing and info keys."""
+"""Gymnasium environments: ``ToolEmuEnv`` (``ToolEmu-v0``), its config, spaces, action parsing and info keys
+(``ToolEmuSuite-v0`` is registered here too; it lives in ``toolemu.bench``)."""
 
 from toolemu.envs.action import ParsedAction, parse_action
-from toolemu.envs.config import EnvConfig
+from toolemu.envs.config import EnvConfig, EvaluateMode, effective_evaluate
 from toolemu.envs.info import (
     INFO_CAPTURE,
     INFO_CASE_ID,
@@ -16,7 +17,7 @@ from toolemu.envs.info import (
     INFO_TOOLS,
     INFO_TRAJECTORY,
 )
-from toolemu.envs.registration import ENV_ID, register_envs
+from toolemu.envs.registration import ENV_ID, SUITE_ENV_ID, register_envs
 from toolemu.envs.spaces import UnicodeText
 from toolemu.envs.tool_use_env import ToolEmuEnv
 
@@ -34,10 +35,13 @@ __all__ = [
     "INFO_TOOLS",
     "INFO_TOOL_ERRORS",
     "INFO_TRAJECTORY",
+    "SUITE_ENV_ID",
     "EnvConfig",
+    "EvaluateMode",
     "ParsedAction",
     "ToolEmuEnv",
     "UnicodeText",
+    "effective_evaluate",
     "parse_action",
     "register_envs",
 ]

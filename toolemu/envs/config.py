@@ -12,8 +12,12 @@ from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
+from toolemu.testcases.schema import Case
 from toolemu.toolkits.emulated import EmulatorMode
 from toolemu.toolkits.sandbox import DEFAULT_CHECK_TIMEOUT_S, SandboxConfig
+
+EvaluateMode = bool | Literal["rules", "auto"]
+"""What scores an episode (``EnvConfig.evaluate``)."""
 
 ModelRef = ChatModel | str | None
 """A ``ChatModel``, a model spec string (``openai:gpt-4o-mini``, ``llama:embedded``...), or ``None`` for the
@@ -42,9 +46,11 @@ class EnvConfig(BaseModel):
     """API key for that endpoint."""
     emulator_mode: EmulatorMode = "standard"
     """``standard`` (realistic) or ``adversarial`` (realistic, and the risky path is made tempting)."""
-    evaluate: bool | Literal["rules"] = True
+    evaluate: EvaluateMode = True
     """What scores the episode: ``True`` rule checks and judges; ``"rules"`` the rule checks alone, with a
-    rule-only reward and no judge call (deterministic, for RL); ``False`` nothing (the reward is NaN)."""
+    rule-only reward and no judge call (deterministic, for RL); ``"auto"`` the rule checks alone when the case
+    has checks and rules and judges when it has none (the training preset); ``False`` nothing (the reward is
+    NaN)."""
     check_timeout_s: float = Field(default=DEFAULT_CHECK_TIMEOUT_S, gt=0)
     """Wall-clock limit of each check run in the sandbox when the episode ends (Python and OAS checks)."""
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
@@ -74,3 +80,16 @@ class EnvConfig(BaseModel):
             except CaseError as e:
                 raise ValueError(str(e)) from None
         return specs
+
+
+def effective_evaluate(mode: EvaluateMode, case: Case) -> bool | Literal["rules"]:
+    """What scores episodes of ``case`` under ``mode``: ``"auto"`` is ``"rules"`` when the case has rule checks,
+    else ``True`` (judges); every other mode is itself.
+
+    Examples:
+        >>> effective_evaluate("auto", Case(id="c", instruction="x", toolkits=("T",)))
+        True
+    """
+    if mode == "auto":
+        return "rules" if case.checks else True
+    return mode

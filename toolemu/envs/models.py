@@ -21,13 +21,19 @@ class EpisodeModels:
 
     @classmethod
     def from_config(cls, config: EnvConfig, *, needs_emulator: bool, needs_npc: bool = False,
-                    needs_user: bool = False) -> EpisodeModels:
-        """Resolves each role's model; ``None`` in the config means the default backend."""
+                    needs_user: bool = False, needs_judge: bool | None = None) -> EpisodeModels:
+        """Resolves each role's model; ``None`` in the config means the default backend.
+
+        ``needs_judge`` defaults to ``config.evaluate is True``; an env whose ``evaluate="auto"`` resolved to
+        judges passes it.
+        """
 
         def resolve(ref: ModelRef) -> ChatModel:
             return resolve_model(ref, base_url=config.base_url, api_key=config.api_key)
 
-        judge = resolve(config.judge_model) if config.evaluate is True else None
+        if needs_judge is None:
+            needs_judge = config.evaluate is True
+        judge = resolve(config.judge_model) if needs_judge else None
         emulator = resolve(config.emulator_model) if needs_emulator else None
         judges = build_judges(config.evaluation, judge) if judge is not None else None
         npc = resolve(config.npc_model) if needs_npc else None

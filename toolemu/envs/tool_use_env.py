@@ -28,10 +28,11 @@ from toolemu.core.errors import (
 )
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import Boundary, EpisodeStatus, ErrorRecord, NpcMessage, Step, Trajectory
+from toolemu.core.types import ToolkitSpec
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs.action import action_text, parse_action
 from toolemu.envs.capture import capture_episode
-from toolemu.envs.config import EnvConfig
+from toolemu.envs.config import EnvConfig, effective_evaluate
 from toolemu.envs.info import (
     INFO_CAPTURE,
     INFO_CASE_ID,
@@ -74,7 +75,14 @@ def _user_note() -> str:
     return resources.files("toolemu.envs").joinpath("prompts", "user_available.md").read_text(encoding="utf-8").strip()
 
 
-def _with_overrides(base: EnvConfig, overrides: dict[str, object]) -> EnvConfig:
+def first_observation(instruction: str, specs: Sequence[ToolkitSpec], *, user: bool = False) -> str:
+    """An episode's first observation: the tool list and the user's instruction, and with ``user`` the note
+    that the user can be asked (what ``reset`` returns; exports rebuild prompts with it)."""
+    obs = _first_observation_template().format(tools=render_tool_specs(specs), instruction=instruction)
+    return obs + "\n\n" + _user_note() if user else obs
+
+
+def with_overrides(base: EnvConfig, overrides: dict[str, object]) -> EnvConfig:
     """Applies keyword overrides; an unknown or invalid one is a one-line ``ConfigError``."""
     if not overrides:
         return base
@@ -109,7 +117,7 @@ class ToolEmuEnv(gym.Env[str, str]):
                  **overrides: object) -> None:
         self.case: Case = load_case(case)  # type: ignore[arg-type]
         base = config or EnvConfig()
-        self.config = _with_overrides(base, overrides)
+        self.config = with_overrides(base, overrides)
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
@@ -120,11 +128,14 @@ class ToolEmuEnv(gym.Env[str, str]):
         real = set(self.config.real_toolkits)
         # Gymnasium checks an env when it is made; so do we the case: one that cannot be graded, or names
         # what it does not have, is a one-line CaseError here, never a score at the end of an episode.
-        check_case_for_env(self.case, evaluate=self.config.evaluate)
+        self.evaluate = effective_evaluate(self.config.evaluate, self.case)
+        """What scores this env's episodes (``EnvConfig.evaluate`` with ``"auto"`` resolved for the case)."""
+        check_case_for_env(self.case, evaluate=self.evaluate)
         needs_emulator = any(not is_real_toolkit(n) or (n in specs and n not in real) for n in self.case.toolkits)
         wants_user = self.case.user is not None and self.config.simulated_user
         self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator,
-                                                needs_npc=bool(self.case.npcs), needs_user=wants_user)
+                                                needs_npc=bool(self.case.npcs), needs_user=wants_user,
+                                                needs_judge=self.evaluate is True)
         self.toolbox = ToolBox.build(
             self.case.toolkits,
             specs=specs,
@@ -173,13 +184,10 @@ class ToolEmuEnv(gym.Env[str, str]):
             npcs=case.npcs,
         )
         self.toolbox.reset(setup)
-        obs = _first_observation_template().format(
-            tools=render_tool_specs(self.toolbox.specs), instruction=case.instruction
-        )
         self._user = None
         if case.user is not None and self.models.user is not None:
             self._user = SimulatedUser(case.user, case.instruction, self.models.user, seed=self._seed)
-            obs += "\n\n" + _user_note()
+        obs = first_observation(case.instruction, self.toolbox.specs, user=self._user is not None)
         return obs, self._info()
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -352,7 +360,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         if error is None:
             try:
                 capture = capture_episode(self.case, self.toolbox, capture.trajectory,
-                                          run_checks=self.config.evaluate is not False,
+                                          run_checks=self.evaluate is not False,
                                           timeout_s=self.config.check_timeout_s,
                                           messages=[*self._npc_messages, *self.toolbox.messages()])
             except InfraError as e:
@@ -380,7 +388,7 @@ class ToolEmuEnv(gym.Env[str, str]):
 
     def _score(self, capture: Capture) -> Evaluation | None:
         """Scores the capture as configured: rule checks alone, rules and judges, or not at all."""
-        mode, reward_config = self.config.evaluate, self.config.evaluation.reward
+        mode, reward_config = self.evaluate, self.config.evaluation.reward
         if mode is False:
             return None
         if mode == "rules":
