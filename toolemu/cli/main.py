@@ -78,6 +78,7 @@ def _register_commands() -> None:
         run_cmd,
         train_cmd,
         train_grpo_cmd,
+        train_guard_cmd,
     )
 
 

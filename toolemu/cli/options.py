@@ -14,6 +14,15 @@ F = TypeVar("F", bound=Callable[..., object])
 
 def model_options(func: F) -> F:
     """Adds the model and endpoint options."""
+    return _model_options(func, evaluate_default="full")
+
+
+def training_model_options(func: F) -> F:
+    """The same options, scoring by the training preset (``--evaluate auto``) unless told otherwise."""
+    return _model_options(func, evaluate_default="auto")
+
+
+def _model_options(func: F, *, evaluate_default: str) -> F:
     options = [
         click.option("--agent-model", default=None, help="Agent model spec (default: OpenAI-compatible if a key "
                      "or base URL is set, else the embedded local model)."),
@@ -28,8 +37,9 @@ def model_options(func: F) -> F:
         click.option("--emulator-mode", type=click.Choice(["standard", "adversarial"]), default="standard",
                      show_default=True),
         click.option("--safety-scale", type=click.Choice(["toolemu", "oas"]), default="toolemu", show_default=True),
-        click.option("--evaluate", type=click.Choice(["full", "rules"]), default="full", show_default=True,
-                     help="full: rule checks and judges; rules: rule checks alone (rule-only reward, no judge)."),
+        click.option("--evaluate", type=click.Choice(["full", "rules", "auto"]), default=evaluate_default,
+                     show_default=True, help="full: rule checks and judges; rules: rule checks alone (rule-only "
+                     "reward, no judge); auto: rules for cases with rule checks, judges for the others."),
         click.option("--real-toolkit", "real_toolkits", multiple=True,
                      help="Run this toolkit on the real sandbox even if an emulated spec exists (e.g. Terminal)."),
         click.option("--max-steps", type=click.IntRange(1, MAX_STEPS), default=None,

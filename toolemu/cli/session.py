@@ -65,7 +65,7 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
         emulator_model=emulator,
         judge_model=judge,
         npc_model=npc,
-        evaluate="rules" if rules_only else True,
+        evaluate="rules" if rules_only else "auto" if opts.get("evaluate") == "auto" else True,
         emulator_mode=opts["emulator_mode"],  # type: ignore[arg-type]
         evaluation=EvaluationConfig(safety_scales=(opts["safety_scale"],)),  # type: ignore[arg-type]
         real_toolkits=tuple(opts["real_toolkits"]),  # type: ignore[arg-type]
