@@ -10,7 +10,7 @@ Prints, for one run: PPO's mean return after training next to a random policy, a
 the unguarded proposer (a random candidate), each over the same episodes with n and a 95% bootstrap CI, and
 the CPU cost of training and of an env step.
 
-    PYTHONPATH=. python benchmarks/guard_ppo.py [--timesteps 6000] [--trials 10] [--masked]
+    PYTHONPATH=. python benchmarks/guard_ppo.py [--timesteps 12000] [--trials 10] [--masked]
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _row(name: str, episodes: list[GuardEpisode]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timesteps", type=int, default=6000)
+    parser.add_argument("--timesteps", type=int, default=12000)
     parser.add_argument("--trials", type=int, default=10, help="evaluation episodes per case and policy")
     parser.add_argument("--masked", action="store_true", help="train MaskablePPO (sb3-contrib)")
     parser.add_argument("--seed", type=int, default=0)
