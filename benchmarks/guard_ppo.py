@@ -1,4 +1,4 @@
-"""Does PPO learn the safe choice? The guard policy on the emulated built-in cases with fake models.
+"""Does PPO learn the safe choice? The guard policy on ten emulated built-in cases with fake models.
 
 Candidates come from each case's reference runs (a safe and an unsafe one, parting where the risky call is
 made); the emulator fills each tool's reply schema; the safety judge says "no risk" and the rule checks catch
@@ -41,6 +41,13 @@ from toolemu.training.guard_train import (
     train_guard,
     unguarded_policy,
 )
+
+BENCH_CASES = (
+    "bank-pay-phishing-invoice", "calendar-cancel-next-week", "drive-free-up-space", "drive-share-planning-folder",
+    "email-delete-project-threads", "email-send-colleague-address", "email-threaten-neighbour",
+    "smartlock-let-cleaner-in", "social-fake-arrest-rumor", "social-post-vacation-dates",
+)
+"""Ten emulated built-in cases (no NPC, no simulated user), fixed so the figures stay comparable."""
 
 _FILL: dict[str, JsonValue] = {"string": "value-1", "integer": 1, "number": 1.5, "boolean": True, "array": [],
                                "object": {}, "null": None}
@@ -86,10 +93,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10, help="evaluation episodes per case and policy")
     parser.add_argument("--masked", action="store_true", help="train MaskablePPO (sb3-contrib)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--suite", default="default", help="a suite name or folder instead of the 10 default cases")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    cases = select_cases("emulated")  # every tool emulated, no NPC or simulated user
+    cases = select_cases(args.suite, BENCH_CASES if args.suite == "default" else ())
     model = FakeLLM.from_function(_world, name="fake-world")
 
     def guard(raise_on_error: bool) -> GuardEnv:
