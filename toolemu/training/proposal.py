@@ -42,7 +42,7 @@ class Proposer(Protocol):
 
 
 def action_key(action: str) -> str:
-    """What an action does, without its thought: the tool and arguments, or the final answer (raw text when it
+    r"""What an action does, without its thought: the tool and arguments, or the final answer (raw text when it
     does not parse), so two runs that make the same call with different reasoning count as one action.
 
     Examples:
