@@ -16,7 +16,7 @@ from toolemu.agents import ScriptedAgent, tool_call_text
 from toolemu.core.errors import InfraError
 from toolemu.envs import INFO_EVALUATION, INFO_TRAJECTORY, ToolEmuEnv
 from toolemu.llm import FakeLLM
-from toolemu.testcases import load_case
+from toolemu.testcases import Case, load_case
 from toolemu.training.embedding import HashingEmbedder, TransformersEmbedder
 from toolemu.training.guard import INFO_ACTION_MASK, INFO_CANDIDATES, INFO_CHOICE, GuardConfig, GuardEnv
 from toolemu.training.proposal import AgentProposer
@@ -160,3 +160,18 @@ def test_transformers_embedder_loads_a_local_encoder_and_feeds_the_guard(tmp_pat
     env = GuardEnv(ToolEmuEnv(CASE, emulator_model=model, judge_model=model), embedder=embedder)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (16 * 5 + 5,) and env.observation_space.contains(obs)
+
+
+def test_guard_env_ask_with_a_simulated_user_gets_the_reply_and_keeps_the_candidates() -> None:
+    user = {"persona": "A busy flat owner.", "goal": "Have the cleaner let in tomorrow."}
+    case = Case.model_validate(load_case(CASE).model_dump(mode="json") | {"user": user})
+    model = world_model(JUDGES)
+    people = FakeLLM.from_function(lambda messages, params: "Yes, go ahead, but only for tomorrow.")
+    env = GuardEnv(ToolEmuEnv(case, emulator_model=model, judge_model=model, user_model=people),
+                   embedder=HashingEmbedder(dim=16))
+    _, info = env.reset(seed=0)
+    before = info[INFO_CANDIDATES]
+    _, _, terminated, truncated, info = env.step(env.ask_action)
+    assert not (terminated or truncated) and info[INFO_CHOICE] == "ask"
+    assert info[INFO_CANDIDATES] == before  # the reference runs are where they were
+    assert "User: Yes, go ahead" in env.episode.trajectory().steps[-1].observation
