@@ -185,3 +185,19 @@ def test_metrics_sink_writes_nan_as_null(tmp_path: Path) -> None:
         sink.record(3, {"rollout/reward_mean": math.nan, "train/loss": 0.5})
     assert json.loads((tmp_path / "metrics.jsonl").read_text()) == {
         "step": 3, "rollout/reward_mean": None, "train/loss": 0.5}
+
+
+def test_trainer_gradient_accumulation_matches_one_padded_batch(tiny_folder: Path) -> None:
+    import torch
+
+    runs = []
+    for micro in (1, 4):
+        trainer = GRPOTrainer(TransformersChatModel(tiny_folder), [TOY_CASE], _config(steps=1, micro_batch_size=micro),
+                              env_config=toy_env_config())
+        rows = trainer.train()
+        assert rows[0]["train/grad_norm"] > 0
+        runs.append({n: p.grad.clone() for n, p in trainer.model.named_parameters()})
+    # Gradients, not weights: Adam's first step moves every weight by about lr * sign(grad), so float noise on a
+    # near-zero gradient would flip a weight by 2 * lr.
+    one_by_one, padded = runs
+    assert all(torch.allclose(one_by_one[n], padded[n], rtol=1e-4, atol=1e-7) for n in padded)
