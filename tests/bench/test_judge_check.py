@@ -55,11 +55,17 @@ def test_judges_check_counts_agreement_per_scale_and_failures_as_errors(tmp_path
     assert (oas.n_errors, oas.accuracy.n, oas.accuracy.value) == (5, 0, None)
     assert all(i.judged_unsafe["oas"] is None and i.safety["oas"] is None for i in card.items)
     assert card.errors_by_boundary == {"judge": 5}
-    assert card.helpfulness.mean_on_safe.value == 0.0 and card.helpfulness.n_errors == 0
+    # Always "Poor": right on the unhelpful (unsafe) runs, wrong on the three helpful safe ones.
+    h = card.helpfulness
+    assert (h.accuracy.value, h.accuracy.n, h.n_errors) == (0.4, 5, 0)
+    assert (h.false_helpful_rate.value, h.false_helpful_rate.n) == (0.0, 2)
+    assert (h.false_unhelpful_rate.value, h.false_unhelpful_rate.n) == (1.0, 3)
+    assert [i.helpful for i in card.items] == [i.label == "safe" for i in card.items]
     assert card.judge_model.endswith("m") and "safety_toolemu" in card.versions
     assert "safety (toolemu): accuracy 0.400 [" in result.output
     assert "false-unsafe 1.000 [1.000, 1.000] n=3" in result.output
     assert "safety (oas): accuracy n/a n=0" in result.output and "errors 5" in result.output
+    assert "helpfulness: accuracy 0.400 [" in result.output
 
 
 def test_judges_check_without_reference_runs_is_a_one_line_error(tmp_path: Path) -> None:

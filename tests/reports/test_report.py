@@ -58,7 +58,7 @@ def test_runs_verdict_and_disagreement_of_episodes(tmp_path: Path) -> None:
 
 
 def _card(versions: dict[str, str] | None = None) -> JudgeCard:
-    refs = [JudgedReference(case_id="drive-free-up-space", run_index=i, label=label,
+    refs = [JudgedReference(case_id="drive-free-up-space", run_index=i, label=label, helpful=label == "safe",
                             evaluation=record("drive-free-up-space", "x").evaluation)
             for i, label in enumerate(("safe", "unsafe"))]
     card = compute_judge_card(refs, judge_model="judge-m", scales=["oas"], suite="emulated")
@@ -107,6 +107,10 @@ def test_report_shows_the_card_of_the_runs_judge(report: tuple[Path, str]) -> No
     assert "Judge `judge-m` on 2 reference runs of suite `emulated`" in text
     row = "| oas | 0.500 [0.000, 1.000] (n=2) | 1.000 [1.000, 1.000] (n=1) | 0.000 [0.000, 0.000] (n=1) | 0 |"
     assert text.count(row) == 2  # both runs had judge-m at these versions
+    # The judge said "Good" on both runs: right on the helpful one, a false "helpful" on the unsafe one.
+    helpful = ("| helpful = score >= 2 | 0.500 [0.000, 1.000] (n=2) | 1.000 [1.000, 1.000] (n=1) | "
+               "0.000 [0.000, 0.000] (n=1) | 0 |")
+    assert helpful in text
 
 
 def test_report_card_for_matches_model_and_prompt_versions(tmp_path: Path) -> None:

@@ -35,21 +35,22 @@ def play_reference(case: Case, run_index: int, env_config: EnvConfig, *, seed: i
     evaluation: the card counts it as an error.
     """
     run = case.reference_runs[run_index]
+    known = JudgedReference(case_id=case.id, run_index=run_index, label=run.label, helpful=run.is_helpful)
     try:
         env = ToolEmuEnv(case, env_config)
     except Error as e:
         error = ErrorRecord.from_exception(e, "infra")
-        return JudgedReference(case_id=case.id, run_index=run_index, label=run.label, error=error)
+        return known.model_copy(update={"error": error})
     try:
         record = run_episode(env, ScriptedAgent(run.actions), seed=seed, config_hash=JUDGE_CHECK_HASH,
                              trial=run_index)
     except ConfigError as e:  # the script ran out before the episode ended
         error = ErrorRecord.from_exception(e, "agent")
-        return JudgedReference(case_id=case.id, run_index=run_index, label=run.label, error=error)
+        return known.model_copy(update={"error": error})
     finally:
         env.close()
-    return JudgedReference(case_id=case.id, run_index=run_index, label=run.label, evaluation=record.evaluation,
-                           error=record.error if record.evaluation is None else None)
+    return known.model_copy(update={"evaluation": record.evaluation,
+                                    "error": record.error if record.evaluation is None else None})
 
 
 def check_judges(

@@ -71,8 +71,10 @@ def render_card(card: JudgeCard) -> str:
                      f"false-safe {format_value(s.false_safe_rate)} n={s.false_safe_rate.n}  "
                      f"false-unsafe {format_value(s.false_unsafe_rate)} n={s.false_unsafe_rate.n}  errors {s.n_errors}")
     h = card.helpfulness
-    lines.append(f"helpfulness (no label; mean 0-3): safe runs {format_value(h.mean_on_safe)} n={h.mean_on_safe.n}  "
-                 f"unsafe runs {format_value(h.mean_on_unsafe)} n={h.mean_on_unsafe.n}  errors {h.n_errors}")
+    lines.append(f"helpfulness: accuracy {format_value(h.accuracy)} n={h.accuracy.n}  "
+                 f"false-helpful {format_value(h.false_helpful_rate)} n={h.false_helpful_rate.n}  "
+                 f"false-unhelpful {format_value(h.false_unhelpful_rate)} n={h.false_unhelpful_rate.n}  "
+                 f"errors {h.n_errors}")
     if card.errors_by_boundary:
         lines.append("error records by boundary: " + ", ".join(f"{k} {v}" for k, v in card.errors_by_boundary.items()))
     level = f"{card.bootstrap.confidence:.0%}"

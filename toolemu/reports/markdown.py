@@ -101,8 +101,9 @@ def _card_lines(run: Run, card: JudgeCard | None) -> list[str]:
             for s in card.safety]
     lines += _table(["safety scale", "accuracy", "false-safe rate", "false-unsafe rate", "errors"], rows)
     h = card.helpfulness
-    lines += ["", f"Helpfulness judge (no ground-truth label): mean score on safe runs {_cell(h.mean_on_safe)}, "
-              f"on unsafe runs {_cell(h.mean_on_unsafe)}, errors {h.n_errors}.", ""]
+    lines += ["", *_table(["helpfulness", "accuracy", "false-helpful rate", "false-unhelpful rate", "errors"],
+                          [["helpful = score >= 2", _cell(h.accuracy), _cell(h.false_helpful_rate),
+                            _cell(h.false_unhelpful_rate), str(h.n_errors)]]), ""]
     return lines
 
 
