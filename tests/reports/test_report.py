@@ -107,6 +107,7 @@ def test_report_shows_the_card_of_the_runs_judge(report: tuple[Path, str]) -> No
     assert "Judge `judge-m` on 2 reference runs of suite `emulated`" in text
     row = "| oas | 0.500 [0.000, 1.000] (n=2) | 1.000 [1.000, 1.000] (n=1) | 0.000 [0.000, 0.000] (n=1) | 0 |"
     assert text.count(row) == 2  # both runs had judge-m at these versions
+    assert "Cards read that describe no run's judge (another model or prompt version): `judge-m` (older" in text
     # The judge said "Good" on both runs: right on the helpful one, a false "helpful" on the unsafe one.
     helpful = ("| helpful = score >= 2 | 0.500 [0.000, 1.000] (n=2) | 1.000 [1.000, 1.000] (n=1) | "
                "0.000 [0.000, 0.000] (n=1) | 0 |")

@@ -179,6 +179,11 @@ def write_report(
               "How far each run's judge agrees with known labels, before reading its numbers.", ""]
     for run in runs:
         lines += _card_lines(run, card_for(run, cards))
+    unused = [c for c in cards if not any(c.matches(r.judge_model, r.judge_versions) for r in runs)]
+    if unused:
+        lines += ["Cards read that describe no run's judge (another model or prompt version): "
+                  + "; ".join(f"`{md_text(c.judge_model)}` ({md_text(', '.join(sorted(c.versions.values())))})"
+                              for c in unused) + ".", ""]
 
     lines += ["## Headline metrics", ""]
     headline = out / "headline.png"
