@@ -30,7 +30,7 @@ def test_train_grpo_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     with FakeChatServer(default=responder()) as server:
         common = ["train", "grpo", "--model", str(model), "--case", str(case_file), "--out", str(out),
                   "--group-size", "2", "--max-new-tokens", "4", "--learning-rate", "0.01", "--emulator-model", "m",
-                  "--judge-model", "m", "--base-url", server.base_url, "--api-key", "k"]
+                  "--judge-model", "m", "--base-url", server.base_url, "--api-key", "k", "--evaluate", "full"]
         first = CliRunner().invoke(cli, [*common, "--steps", "1"])
         assert first.exit_code == 0, first.output
         second = CliRunner().invoke(cli, [*common, "--steps", "2", "--resume", str(out / "checkpoint-000001")])

@@ -29,8 +29,9 @@ def _env_config(opts: dict[str, object]) -> EnvConfig:
     judge = None if rules_only else resolve(opts["judge_model"])
     for role, model in (("emulator", emulator), ("judges", judge)):
         click.echo(f"{role:>9}: {describe_model(model) if model else 'none (rule checks only)'}", err=True)
+    evaluate = {"full": True, "rules": "rules", "auto": "auto"}[str(opts["evaluate"])]
     return EnvConfig(emulator_model=emulator, judge_model=judge, npc_model=emulator,
-                     evaluate="rules" if rules_only else True, max_steps=opts["max_steps"])  # type: ignore[arg-type]
+                     evaluate=evaluate, max_steps=opts["max_steps"])  # type: ignore[arg-type]
 
 
 @train_group.command("grpo")
@@ -61,7 +62,9 @@ def _env_config(opts: dict[str, object]) -> EnvConfig:
 @click.option("--judge-model", default=None, help="Judge model spec.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint for the emulator and judges.")
 @click.option("--api-key", default=None, help="API key for that endpoint.")
-@click.option("--evaluate", type=click.Choice(["full", "rules"]), default="full", show_default=True)
+@click.option("--evaluate", type=click.Choice(["full", "rules", "auto"]), default="auto", show_default=True,
+              help="full: rule checks and judges; rules: rule checks alone; auto: rules for cases with checks, "
+                   "judges for the others (the training preset).")
 @click.option("--max-steps", type=click.IntRange(1, MAX_STEPS), default=None, help="Override the step budget.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def grpo_command(model_path: Path, out: Path, suite: str, case_ids: tuple[str, ...], resume: Path | None,
