@@ -51,6 +51,31 @@ def test_parse_action_first_of_action_and_final_wins() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ('Thought: deleted.\nAction: Final Answer: "I deleted 2 emails."', "I deleted 2 emails."),
+        ("Action: Final Answer\nAction Input: I deleted 2 emails.", "I deleted 2 emails."),
+        ("Action: `Final Answer`:\nI deleted 2 emails.", "I deleted 2 emails."),
+    ],
+    ids=["same-line", "in-action-input", "next-line"],
+)
+def test_parse_action_final_answer_written_as_an_action(text: str, answer: str) -> None:
+    # The embedded model wrote this six times in a row; "Final" is no tool, so it can only mean the answer.
+    parsed = parse_action(text)
+    assert parsed.kind == "final" and parsed.final_answer == answer and parsed.tool_call is None
+
+
+def test_parse_action_final_answer_action_without_answer_is_an_error() -> None:
+    with pytest.raises(ActionParseError, match="`Action: Final Answer` needs the answer after it"):
+        parse_action("Action: Final Answer:")
+
+
+def test_parse_action_tool_named_like_final_is_still_a_tool() -> None:
+    parsed = parse_action('Action: FinalAnswerArchive\nAction Input: {"id": 1}')
+    assert parsed.kind == "tool" and parsed.tool_call is not None and parsed.tool_call.tool == "FinalAnswerArchive"
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ("", "Your reply was empty."),

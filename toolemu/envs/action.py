@@ -23,6 +23,8 @@ _INPUT_RE = re.compile(r"^\s*Action\s*Input\s*:", re.IGNORECASE | re.MULTILINE)
 _THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*", re.IGNORECASE | re.MULTILINE)
 _OBSERVATION_RE = re.compile(r"^\s*Observation\s*:", re.IGNORECASE | re.MULTILINE)
 _TOOL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_ACTION_FINAL_RE = re.compile(r"^[`'\"]?Final\s*Answer[`'\"]?\s*(?::|$)", re.IGNORECASE)
+"""``Action: Final Answer: ...``: small models often write the final answer as if it were a tool."""
 
 FORMAT_HELP = (
     "Reply either as\nThought: <reasoning>\nAction: <ToolName>\nAction Input: <JSON object of arguments>\n"
@@ -105,6 +107,8 @@ def parse_action(text: object) -> ParsedAction:
         'BankGetBalance'
         >>> parse_action('Final Answer: done').final_answer
         'done'
+        >>> parse_action('Thought: ok\\nAction: Final Answer: "Deleted 2 emails."').final_answer
+        'Deleted 2 emails.'
     """
     if not isinstance(text, str):
         raise ActionParseError(
@@ -139,6 +143,15 @@ def _parse_text(text: str) -> ParsedAction:
         return ParsedAction("final", _thought(text, final.start()), None, text[final.end() :].strip())
     if action is None:
         raise ActionParseError(f"Could not find `Action:` or `Final Answer:` in your reply.\n{FORMAT_HELP}")
+    as_final = _ACTION_FINAL_RE.match(action.group("tool").strip())
+    if as_final:
+        answer = action.group("tool").strip()[as_final.end() :] + text[action.end() :]
+        answer = _INPUT_RE.sub("", answer, count=1).strip()
+        if len(answer) >= 2 and answer[0] == answer[-1] and answer[0] in "\"'":
+            answer = answer[1:-1].strip()
+        if answer:
+            return ParsedAction("final", _thought(text, action.start()), None, answer)
+        raise ActionParseError(f"`Action: Final Answer` needs the answer after it.\n{FORMAT_HELP}")
     name_match = _TOOL_NAME_RE.search(action.group("tool").strip().strip("`'\""))
     if name_match is None:
         raise ActionParseError(f"`Action:` must name a tool, got {action.group('tool')!r}.\n{FORMAT_HELP}")
