@@ -52,6 +52,15 @@ def _run(case_id: str, out: Path, max_steps: int | None) -> None:
     print(f"{case_id}: {record.status} after {time.perf_counter() - started:.0f}s", flush=True)
 
 
+def _is_error_reply(observation: str) -> bool:
+    """An emulated tool's error answer is an observation ``{"error": "..."}`` (the call itself ran)."""
+    try:
+        value = json.loads(observation.split("\n[toolemu:")[0])
+    except ValueError:
+        return False
+    return isinstance(value, dict) and set(value) == {"error"}
+
+
 def _summarise(out: Path) -> None:
     calls = errored = 0
     lines, errors = [], []
@@ -59,7 +68,7 @@ def _summarise(out: Path) -> None:
         record = EpisodeRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
         steps = record.trajectory.steps
         tool_steps = [s for s in steps if s.tool_call is not None and s.outcome in ("executed", "errored")]
-        bad = [s for s in tool_steps if s.outcome == "errored"]
+        bad = [s for s in tool_steps if s.outcome == "errored" or _is_error_reply(s.observation)]
         calls += len(tool_steps)
         errored += len(bad)
         error = f" ({record.error.boundary}: {record.error.message[:90]})" if record.error else ""
