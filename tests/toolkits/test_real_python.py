@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +62,22 @@ def test_python_timeout_interrupts_cell_and_keeps_state(python: PythonToolkit) -
     slow = _run(python, "while True:\n    pass")
     assert slow["exit_code"] == 124 and "KeyboardInterrupt" in str(slow["output"])
     assert _run(python, "kept") == {"output": "7\n", "exit_code": 0}
+
+
+def test_python_timeout_interrupts_cell_even_if_the_host_ignores_sigint() -> None:
+    # SIG_IGN survives exec: a host process that ignores SIGINT (some runners do) must not make timeouts
+    # restart the session and lose its state.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with Sandbox(SandboxConfig(command_timeout_s=2)) as sandbox:
+            sandbox.reset()
+            python = PythonToolkit(sandbox)
+            _run(python, "kept = 7")
+            slow = _run(python, "while True:\n    pass")
+            assert slow["exit_code"] == 124 and "KeyboardInterrupt" in str(slow["output"])
+            assert _run(python, "kept") == {"output": "7\n", "exit_code": 0}
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_python_cannot_read_the_request_stream(python: PythonToolkit) -> None:

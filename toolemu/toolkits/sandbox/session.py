@@ -29,8 +29,8 @@ ArgvBuilder = Callable[[int | None, int | None], list[str]]
 """Builds the command line; given a file descriptor, a bwrap command line reports its child pid on it."""
 
 _GRACE_S = 5.0
-"""How long a timed-out request may take to unwind after its interrupt before the session is restarted (1 s
-was too short on a loaded 2-core machine: a Python cell interrupted by SIGINT lost its session state)."""
+"""How long a timed-out request may take to unwind after its interrupt before the session is restarted (and
+loses its state); generous, so that a loaded machine does not turn an interrupt into a restart."""
 
 
 class SessionOutput(NamedTuple):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import signal
 import sys
 import traceback
 from typing import BinaryIO
@@ -40,6 +41,10 @@ def _run(source: str) -> None:
 
 
 def _main() -> None:
+    # A timeout interrupts a cell with SIGINT. An ignored SIGINT is inherited through exec (a host process that
+    # ignores it, e.g. under some job runners, would pass that on), and Python then installs no handler: put
+    # the default KeyboardInterrupt handler back so a timed-out cell unwinds and the session keeps its state.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # Started with -I (no cwd or user site on sys.path); the sandbox's PYTHONPATH (the OAS profile's libraries)
     # is still wanted, as a plain `python3` in the shell would see it.
     for entry in reversed(os.environ.get("PYTHONPATH", "").split(os.pathsep)):
