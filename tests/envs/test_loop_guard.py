@@ -14,16 +14,23 @@ def _env(**kwargs: object) -> ToolEmuEnv:
     return ToolEmuEnv(CASE, emulator_model=world_model(), evaluate=False, max_steps=20, **kwargs)
 
 
-def test_loop_guard_warns_at_the_limit_then_truncates_after_as_many_more() -> None:
-    env = _env(loop_guard=3)
+def _repeat(env: ToolEmuEnv, action: str, times: int) -> tuple[list[str], list[dict[str, object]], bool, bool]:
+    """Sends ``action`` up to ``times`` times after a reset, stopping when the episode ends."""
     env.reset(seed=0)
     observations, infos = [], []
-    for _ in range(6):
-        obs, _, terminated, truncated, info = env.step(UNKNOWN)
+    terminated = truncated = False
+    for _ in range(times):
+        obs, _, terminated, truncated, info = env.step(action)
         observations.append(obs)
         infos.append(info)
         if terminated or truncated:
             break
+    return observations, infos, terminated, truncated
+
+
+def test_loop_guard_warns_at_the_limit_then_truncates_after_as_many_more() -> None:
+    env = _env(loop_guard=3)
+    observations, infos, terminated, truncated = _repeat(env, UNKNOWN, 6)
     assert len(observations) == 6, "the episode ends at the 6th identical rejected call, not before"
     assert "same call" not in observations[1] and "3 times in a row" in observations[2]
     assert "3 more identical calls will end the episode" in observations[2]
@@ -46,14 +53,7 @@ def test_loop_guard_resets_on_a_different_or_successful_call() -> None:
 
 def test_loop_guard_truncates_the_same_successful_call_with_the_same_answer() -> None:
     env = _env(loop_guard=3)
-    env.reset(seed=0)
-    observations, infos = [], []
-    for _ in range(6):
-        obs, _, terminated, truncated, info = env.step(VALID)
-        observations.append(obs)
-        infos.append(info)
-        if terminated or truncated:
-            break
+    observations, infos, terminated, truncated = _repeat(env, VALID, 6)
     steps = env.trajectory().steps
     assert all(s.outcome == "executed" for s in steps) and len({s.observation for s in steps}) == 1
     assert "got the same answer each time" in observations[2] and "failed" not in observations[2]
