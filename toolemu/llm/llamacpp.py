@@ -134,7 +134,8 @@ class LlamaChatModel:
         n_threads: Generation threads (default: ``$TOOLEMU_LLAMA_THREADS``, else the count the build probe
             measured fastest on this machine).
         name: Display name (default: the file stem); ``name`` is ``llama:<name>``.
-        prompt_cache_mb: Memory for saved KV states of earlier prompts (0 disables it).
+        prompt_cache_mb: Memory for saved KV states of earlier prompts (0 disables it). The default holds the
+            agent's, the emulator's and the judges' prompts at full context (about 100 MB each on the embedded model).
 
     Raises:
         ConfigError: the file is missing or not a GGUF model, or llama-cpp-python is not installed.
@@ -148,7 +149,7 @@ class LlamaChatModel:
         n_ctx: int = DEFAULT_N_CTX,
         n_threads: int | None = None,
         name: str | None = None,
-        prompt_cache_mb: int = 128,
+        prompt_cache_mb: int = 512,
     ) -> None:
         path = Path(model_path).expanduser()
         if not path.is_file():
