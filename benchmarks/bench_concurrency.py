@@ -1,7 +1,7 @@
 """Bench throughput against a local OpenAI-compatible server that answers every call 200 ms late.
 
-Run: python benchmarks/bench_concurrency.py [--latency 0.2] [--levels 1,32,128,256] [--ray-concurrency 8]
-     [--fault-episodes 200] [--no-ray]
+Run: python benchmarks/bench_concurrency.py [--latency 0.2] [--levels 1,32,128,256] [--workers 2]
+     [--ray-concurrency 8] [--fault-episodes 200] [--no-ray]
 Goals: episodes/s at concurrency 32 >= 28x and at 128 >= 100x the rate at concurrency 1; 256 still faster than
 128; at a 20% fault rate (429/500/503, HTML with status 200, JSON cut in half, empty choices) >= 99% of episodes
 end ok and none is lost.
@@ -31,31 +31,53 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the local server lives with the tests (tests/fakes/chat_server.py)
 
+from async_chat_server import AsyncChatServer  # noqa: E402
+
 from tests.bench.judges import responder  # noqa: E402
 from tests.fakes.chat_server import FakeChatServer, FaultInjector, with_latency  # noqa: E402
 from toolemu.bench import read_records, run_suite, select_cases  # noqa: E402
+from toolemu.bench.process_executor import ProcessOptions  # noqa: E402
 from toolemu.bench.ray_options import RayOptions  # noqa: E402
 from toolemu.cli.session import SessionRecipe, build_session  # noqa: E402
 from toolemu.testcases import Case  # noqa: E402
 
 
-def _serve(latency: float, fault_rate: float, conn: Connection) -> None:
+def _serve(latency: float, fault_rate: float, lean: bool, conn: Connection) -> None:
+    if lean and not fault_rate:
+        server = AsyncChatServer(responder(), latency).start()
+        conn.send(server.base_url)
+        while conn.recv() == "cpu":
+            conn.send(time.process_time())
+        conn.send({})
+        server.stop()
+        return
     inner = with_latency(responder(), latency)
     faults = FaultInjector(inner, rate=fault_rate, seed=13) if fault_rate else None
-    with FakeChatServer(default=faults or inner) as server:
-        conn.send(server.base_url)
-        conn.recv()  # "stop"
-        conn.send(dict(faults.injected) if faults else {})
+    with FakeChatServer(default=faults or inner) as test_server:
+        conn.send(test_server.base_url)
+        while conn.recv() == "cpu":
+            conn.send(time.process_time())
+        conn.send(dict(faults.injected) if faults else {})  # on "stop"
 
 
 class Server:
-    """The chat server in a child process; ``stop()`` returns the faults it injected, by kind."""
+    """The chat server in a child process; ``stop()`` returns the faults it injected, by kind.
 
-    def __init__(self, latency: float, fault_rate: float = 0.0) -> None:
+    ``lean``: the asyncio server (``async_chat_server.py``), else the tests' thread-per-connection server, which
+    the fault run always uses (it injects the faults).
+    """
+
+    def __init__(self, latency: float, fault_rate: float = 0.0, lean: bool = True) -> None:
         self._conn, child = multiprocessing.Pipe()
-        self._proc = multiprocessing.Process(target=_serve, args=(latency, fault_rate, child), daemon=True)
+        self._proc = multiprocessing.Process(target=_serve, args=(latency, fault_rate, lean, child), daemon=True)
         self._proc.start()
         self.base_url: str = self._conn.recv()
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds the server process has used so far (all its threads)."""
+        self._conn.send("cpu")
+        seconds: float = self._conn.recv()
+        return seconds
 
     def stop(self) -> dict[str, int]:
         self._conn.send("stop")
@@ -77,35 +99,53 @@ class Run(NamedTuple):
     episodes: int
     seconds: float
     cpu_ms_per_episode: float
+    driver_cpu_ms_per_episode: float
+    server_cpu_ms_per_episode: float
     statuses: Counter[str]
     retries: Counter[str]
     lost: int
 
     @property
-    def rate(self) -> float:
+    def whole_rate(self) -> float:
+        """Episodes/s over the whole call, start-up included."""
         return self.episodes / self.seconds
 
 
-def bench(cases: list[Case], base_url: str, concurrency: int, episodes: int, ray: bool = False) -> Run:
-    """Runs ``episodes`` episodes (rounded up to whole trials) at ``concurrency`` into a fresh results file."""
+def bench(cases: list[Case], server: Server, concurrency: int, episodes: int, ray: bool = False,
+          workers: int = 0) -> Run:
+    """Runs ``episodes`` episodes (rounded up to whole trials) at ``concurrency`` into a fresh results file, on
+    threads, on Ray, or in ``workers`` processes."""
     cases = cases[:episodes]
     trials = -(-episodes // len(cases))
     wanted = len(cases) * trials
-    opts = options(base_url)
+    opts = options(server.base_url)
     session = build_session(opts, concurrency=concurrency, quiet=True)
     ray_options = RayOptions(setup=SessionRecipe.of(opts), cpus_per_episode=2 / concurrency) if ray else None
+    procs = None
+    if workers:
+        recipe = SessionRecipe.of(opts, concurrency=-(-concurrency // workers))
+        procs = ProcessOptions(setup=recipe, workers=workers)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results.jsonl"
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu, own, server_cpu = time.perf_counter(), _cpu_seconds(), time.process_time(), server.cpu_seconds()
         run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out, trials=trials,
-                  concurrency=concurrency, progress=False, ray=ray_options)
-        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+                  concurrency=concurrency, progress=False, ray=ray_options, processes=procs)
+        seconds, cpu, own = time.perf_counter() - start, _cpu_seconds() - cpu, time.process_time() - own
+        server_cpu = server.cpu_seconds() - server_cpu
         records = list(read_records(out))
     retries: Counter[str] = Counter()
     for r in records:
         retries.update(r.llm_retries)
-    return Run(len(records), seconds, 1000 * cpu / max(1, len(records)), Counter(r.status for r in records),
+    n = max(1, len(records))
+    return Run(len(records), seconds, 1000 * cpu / n, 1000 * own / n, 1000 * server_cpu / n, Counter(r.status for r in records),
                retries, wanted - len({r.key for r in records}))
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its finished children (the worker processes, once joined)."""
+    own = time.process_time()
+    children = os.times()
+    return own + children.children_user + children.children_system
 
 
 def load() -> str:
@@ -126,46 +166,65 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--levels", default="1,32,128,256")
-    parser.add_argument("--per-level", type=int, default=4, help="episodes per unit of concurrency (min 16)")
+    parser.add_argument("--per-level", type=int, default=6,
+                        help="episodes per unit of concurrency in the N2 run (a third of it in N1)")
     parser.add_argument("--ray-concurrency", type=int, default=8)
     parser.add_argument("--fault-episodes", type=int, default=200)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--test-server", action="store_true",
+                        help="serve from the tests' thread-per-connection server instead of the asyncio one")
+    parser.add_argument("--workers", type=int, default=2, help="also run the levels in this many worker processes "
+                        "(--executor processes); 0: threads only")
     args = parser.parse_args()
     logging.getLogger("toolemu.llm.retry").setLevel(logging.ERROR)  # the fault run's retries are counted below
     cases = select_cases("emulated")
     print(f"{os.cpu_count()} CPUs; {load()}; server latency {args.latency * 1000:.0f} ms; "
           f"up to {len(cases)} emulated cases, 3 model calls per episode")
     print(f"start-up: import CLI {startup_seconds():.2f} s", end="")
-    server = Server(args.latency)
+    server = Server(args.latency, lean=not args.test_server)
     start = time.perf_counter()
     build_session(options(server.base_url), concurrency=256, quiet=True)
     print(f"; resolve models {time.perf_counter() - start:.2f} s")
 
-    print("\nthreads: concurrency  episodes  seconds  episodes/s  speed-up  driver CPU ms/episode  load")
+    print("\nEach row runs twice, N1 and N2 episodes: steady episodes/s = (N2 - N1) / (T2 - T1), which cancels what"
+          " a run pays once;\nfixed = T1 - N1 / steady: start-up (worker processes) and pipeline fill. Speed-up is the"
+          " steady rate against threads at concurrency 1;\nwhole-run is N2 / T2. CPU ms/episode in the N2 run: the bench"
+          " (driver and worker processes, the driver alone in brackets) and the server.")
+    print(f"{'executor':>12}  {'concurrency':>11}  {'N1+N2':>10}  {'T1+T2 s':>11}  {'steady/s':>8}  {'speed-up':>8}"
+          f"  {'fixed s':>7}  {'whole-run/s':>11}  {'CPU: bench (driver)':>19}  {'server':>6}  load")
     base = None
+    executors = [("threads", 0)] + ([(f"{args.workers} processes", args.workers)] if args.workers else [])
     for level in (int(x) for x in args.levels.split(",")):
-        run = bench(cases, server.base_url, level, max(16, args.per_level * level))
-        base = base or run.rate
-        print(f"         {level:>11}  {run.episodes:>8}  {run.seconds:7.2f}  {run.rate:10.2f}  {run.rate / base:7.1f}x"
-              f"  {run.cpu_ms_per_episode:21.1f}  {load()}  {dict(run.statuses)}")
+        for name, workers in executors:
+            if workers and level < 2 * workers:
+                continue
+            small = bench(cases, server, level, max(8, args.per_level * level // 3), workers=workers)
+            big = bench(cases, server, level, max(24, args.per_level * level), workers=workers)
+            steady = (big.episodes - small.episodes) / max(1e-9, big.seconds - small.seconds)
+            fixed = small.seconds - small.episodes / steady
+            base = base or steady
+            print(f"{name:>12}  {level:>11}  {f'{small.episodes}+{big.episodes}':>10}"
+                  f"  {f'{small.seconds:.2f}+{big.seconds:.2f}':>11}  {steady:8.2f}  {steady / base:7.1f}x"
+                  f"  {fixed:7.2f}  {big.whole_rate:11.2f}  {big.cpu_ms_per_episode:10.1f} ({big.driver_cpu_ms_per_episode:5.1f})"
+                  f"  {big.server_cpu_ms_per_episode:6.1f}  {load()}  {dict(big.statuses)}")
 
     if not args.no_ray:
         import ray
 
         c = args.ray_concurrency
-        threads = bench(cases, server.base_url, c, 8 * c)
+        threads = bench(cases, server, c, 8 * c)
         start = time.perf_counter()
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}})
         init = time.perf_counter() - start
         # Starts the workers (two at a time on 2 CPUs), each resolving its models; idle workers beyond the CPU
         # count are stopped within seconds, so the measured run follows at once.
-        warm = bench(cases, server.base_url, c, 2 * c, ray=True)
-        on_ray = bench(cases, server.base_url, c, 8 * c, ray=True)
+        warm = bench(cases, server, c, 2 * c, ray=True)
+        on_ray = bench(cases, server, c, 8 * c, ray=True)
         print(f"\nray local (2 CPUs, {c} tasks in flight): start {init:.2f} s, worker warm-up {warm.seconds:.2f} s "
               f"({warm.episodes} episodes)")
         for name, run in (("threads", threads), ("ray", on_ray)):
-            print(f"  {name:>7}: {run.episodes} episodes in {run.seconds:.2f} s = {run.rate:.2f} episodes/s "
+            print(f"  {name:>7}: {run.episodes} episodes in {run.seconds:.2f} s = {run.whole_rate:.2f} episodes/s "
                   f"{dict(run.statuses)}  {load()}")
         ray.shutdown()
     server.stop()
@@ -173,7 +232,7 @@ def main() -> None:
     if not args.fault_episodes:
         return
     faulty = Server(args.latency, fault_rate=0.2)
-    run = bench(cases, faulty.base_url, 32, args.fault_episodes)
+    run = bench(cases, faulty, 32, args.fault_episodes)
     injected = faulty.stop()
     ok = sum(n for s, n in run.statuses.items() if s != "error")
     total = run.episodes + run.lost

@@ -1,4 +1,5 @@
-"""A ``SuiteSetup`` whose agent kills its Ray worker on the first attempt of an episode (not a test module)."""
+"""``SuiteSetup``s for worker tests (Ray tasks, worker processes): an agent that kills its worker on the first
+attempt of an episode, on every attempt, or raises (not a test module)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,37 @@ class CrashOnceSetup:
             return _CrashOnceAgent(marker, needle)
 
         return make_agent, EnvConfig(emulator_model=FakeLLM.constant("unused"), evaluate="rules")
+
+
+class _CrashAlwaysAgent(_CrashOnceAgent):
+    def act(self, observation: str) -> str:
+        if self._crash_case in self._first:
+            os._exit(1)
+        return self._inner.act(observation)
+
+
+class _RaisingAgent(_CrashOnceAgent):
+    def act(self, observation: str) -> str:
+        if self._crash_case in self._first:
+            raise ZeroDivisionError("a bug in the agent")
+        return self._inner.act(observation)
+
+
+@dataclass(frozen=True, slots=True)
+class CrashAlwaysSetup(CrashOnceSetup):
+    """As ``CrashOnceSetup``, but the episode kills its worker on every attempt."""
+
+    def __call__(self) -> tuple[AgentFactory, EnvConfig]:
+        marker, needle = Path(self.marker), self.crash_instruction
+        return (lambda: _CrashAlwaysAgent(marker, needle)), EnvConfig(emulator_model=FakeLLM.constant("unused"),
+                                                                       evaluate="rules")
+
+
+@dataclass(frozen=True, slots=True)
+class RaisingSetup(CrashOnceSetup):
+    """As ``CrashOnceSetup``, but the episode's agent raises ``ZeroDivisionError`` instead."""
+
+    def __call__(self) -> tuple[AgentFactory, EnvConfig]:
+        marker, needle = Path(self.marker), self.crash_instruction
+        return (lambda: _RaisingAgent(marker, needle)), EnvConfig(emulator_model=FakeLLM.constant("unused"),
+                                                                   evaluate="rules")

@@ -137,6 +137,9 @@ def test_env_npc_echo_of_agent_message_is_reasked() -> None:
     seen, _, _ = _run(_env(_case(), people), [_send("Priya", "Hi there"), "Final Answer: ok"])
     assert json.loads(seen[0])["replies"][0]["message"] == "Hello! What do you need?"
     assert "repeats the assistant's message" in people.requests[1].messages[-1].content
+    first, again = (r.params for r in people.requests)
+    assert first.temperature == 0.0
+    assert again.temperature > 0.0  # asked greedily again, a small model writes the same echo again
 
 
 def test_env_npc_never_sees_grading_data() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from toolemu.bench.process_executor import ProcessOptions, run_on_processes
 from toolemu.bench.ray_options import RayOptions
 from toolemu.bench.record import EpisodeRecord, append_record, case_hash, drop_truncated_tail, read_records
 from toolemu.bench.rollout import AgentFactory, play_case
@@ -52,6 +53,7 @@ def run_suite(
     progress: bool = True,
     retry_errors: bool = False,
     ray: RayOptions | None = None,
+    processes: ProcessOptions | None = None,
 ) -> list[EpisodeRecord]:
     """Runs every (case, trial) not already in ``out`` and returns all records for this config.
 
@@ -64,6 +66,8 @@ def run_suite(
         retry_errors: Also run again the (case, trial) pairs whose latest record is an error.
         ray: Play the episodes as Ray tasks (``make_agent`` and ``env_config`` then serve only this process;
             each worker builds its own from ``ray.setup``).
+        processes: Play the episodes in worker processes on this machine, ``concurrency`` threads split between
+            them (each builds its models from ``processes.setup``, as Ray workers do).
 
     Raises:
         ConfigError: ``trials`` or ``concurrency`` is out of range, or ``out``'s folder does not exist; with
@@ -89,7 +93,11 @@ def run_suite(
     wanted = {(c.id, run_hash, hashes[c.id], t) for c in cases for t in range(trials)}
     todo = [(c, t) for c in cases for t in range(trials) if (c.id, run_hash, hashes[c.id], t) not in done]
     results = [r for k, r in done.items() if k in wanted]
-    if ray is None:
+    if ray is not None and processes is not None:
+        raise ConfigError("run_suite: give ray or processes, not both")
+    if processes is not None:
+        records = run_on_processes(todo, processes, run_hash=run_hash, seed=seed, concurrency=concurrency)
+    elif ray is None:
         records = _run_on_threads(todo, make_agent, env_config, run_hash=run_hash, seed=seed, concurrency=concurrency)
     else:
         from toolemu.bench.ray_executor import run_on_ray  # Ray is an optional extra, imported only when used

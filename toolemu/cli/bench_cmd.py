@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from toolemu.bench import run_suite, summarise_retries
+from toolemu.bench.process_executor import ProcessOptions, default_workers
 from toolemu.bench.ray_options import RayOptions
 from toolemu.bench.run_info import save_run_info
 from toolemu.bench.suite import select_cases
@@ -34,19 +35,25 @@ DEFAULT_OUT = Path("runs/results.jsonl")
               help=f"Append-only results file; re-running resumes. Its folder must exist (default {DEFAULT_OUT}, "
                    "whose folder is created).")
 @click.option("--retry-errors", is_flag=True, help="Also re-run episodes whose latest record is an error.")
-@click.option("--executor", type=click.Choice(["threads", "ray"]), default="threads", show_default=True,
-              help="threads: episodes on this machine; ray: episodes as Ray tasks (pip install 'toolemu[ray]').")
+@click.option("--executor", type=click.Choice(["threads", "processes", "ray"]), default="threads",
+              show_default=True,
+              help="threads: episodes on this machine; processes: on this machine in --workers processes (for "
+                   "high concurrency against a fast endpoint); ray: as Ray tasks (pip install 'toolemu[ray]').")
+@click.option("--workers", type=click.IntRange(min=1, max=256), default=None,
+              help="Worker processes for --executor processes (default: the CPUs this process may use).")
 @click.option("--ray-address", default=None,
               help="Ray cluster to run on (ray://head:10001, auto); default $RAY_ADDRESS, else a local instance.")
 @click.option("--ray-cpus-per-episode", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
               help="CPUs Ray reserves per episode task (below 1 packs model-bound episodes onto a CPU).")
 @model_options
 def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
-                  out: Path, retry_errors: bool, executor: str, ray_address: str | None,
+                  out: Path, retry_errors: bool, executor: str, workers: int | None, ray_address: str | None,
                   ray_cpus_per_episode: float, **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
     if executor != "ray" and (ray_address is not None or ray_cpus_per_episode != 1.0):
         raise click.UsageError("--ray-address and --ray-cpus-per-episode need --executor ray")
+    if executor != "processes" and workers is not None:
+        raise click.UsageError("--workers needs --executor processes")
     if out is None:
         out = DEFAULT_OUT
         out.parent.mkdir(exist_ok=True)
@@ -54,13 +61,18 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
     cases = select_cases(suite, case_ids, limit, real_toolkits=opts["real_toolkits"])  # type: ignore[arg-type]
     session = build_session(opts, concurrency=concurrency)
     save_run_info(out, session.run_hash, session.info)
-    ray = None
+    ray = processes = None
+    shown = executor
     if executor == "ray":
         ray = RayOptions(setup=SessionRecipe.of(opts), address=ray_address, cpus_per_episode=ray_cpus_per_episode)
-    click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash}, {executor})", err=True)
+    elif executor == "processes":
+        n = min(workers or default_workers(), concurrency)
+        processes = ProcessOptions(setup=SessionRecipe.of(opts, concurrency=-(-concurrency // n)), workers=n)
+        shown = f"{n} worker processes"
+    click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash}, {shown})", err=True)
     records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
                         trials=trials, concurrency=concurrency, seed=int(opts["seed"]),  # type: ignore[call-overload]
-                        retry_errors=retry_errors, ray=ray)
+                        retry_errors=retry_errors, ray=ray, processes=processes)
     click.echo(render_summary(compute_metrics(records)))
     click.echo(summarise_retries(records))
 

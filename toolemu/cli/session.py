@@ -103,7 +103,8 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
 
 @dataclass(frozen=True, slots=True)
 class SessionRecipe:
-    """The CLI options as a ``SuiteSetup``: a Ray worker builds the same session from them, quietly.
+    """The CLI options as a ``SuiteSetup``: a Ray worker or a worker process builds the same session from them,
+    quietly, with connections for ``concurrency`` calls at once.
 
     Examples:
         >>> SessionRecipe.of({"seed": 0, "real_toolkits": ("Terminal",)}).opts
@@ -112,13 +113,15 @@ class SessionRecipe:
 
     opts: tuple[tuple[str, object], ...]
     """The options, sorted by name (hashable, so a worker builds each recipe once)."""
+    concurrency: int = 1
+    """Episodes the worker plays at once."""
 
     @classmethod
-    def of(cls, opts: dict[str, object]) -> SessionRecipe:
+    def of(cls, opts: dict[str, object], *, concurrency: int = 1) -> SessionRecipe:
         """Freezes CLI options (lists become tuples)."""
-        return cls(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in opts.items())))
+        return cls(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in opts.items())), concurrency)
 
     def __call__(self) -> tuple[AgentFactory, EnvConfig]:
         """Resolves the models in this process and returns the agent factory and env config."""
-        session = build_session(dict(self.opts), quiet=True)
+        session = build_session(dict(self.opts), quiet=True, concurrency=self.concurrency)
         return session.make_agent, session.env_config

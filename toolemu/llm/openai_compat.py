@@ -14,7 +14,6 @@ from typing import Self
 
 import httpx2
 import openai
-from openai.types.chat import ChatCompletion
 
 from toolemu.core.errors import (
     ConfigError,
@@ -25,6 +24,7 @@ from toolemu.core.errors import (
 )
 from toolemu.core.types import Message
 from toolemu.llm.backend import ChatResponse, SamplingParams
+from toolemu.llm.http_transport import ThreadConnectionTransport, lean_transport_applies
 from toolemu.llm.retry import RetryPolicy, call_with_retries
 
 logger = logging.getLogger(__name__)
@@ -88,8 +88,9 @@ class OpenAICompatModel:
         timeout: Seconds allowed per HTTP attempt.
         retry: Retry policy for retryable failures (429, 5xx, timeouts, connection errors, bodies that are not
             a chat completion).
-        max_connections: Connections kept open to the endpoint, all of them reused (keep-alive): at least the
-            number of calls in flight at once (``bench --concurrency``), else calls queue for a connection.
+        max_connections: Calls sent at once, each on a kept-alive connection: at least the number of calls in
+            flight (``bench --concurrency``), else calls queue. A plain-HTTP endpoint reached without a proxy
+            gets one connection per calling thread and no shared pool (``toolemu.llm.http_transport``).
 
     Raises:
         ConfigError: neither an API key nor a base URL is configured, ``model`` is empty, or ``timeout`` or
@@ -122,14 +123,15 @@ class OpenAICompatModel:
         self._api_key = key
         self._timeout = timeout
         self._retry = retry if retry is not None else RetryPolicy()
-        # The client's default pool keeps only 100 idle connections: past that, every call opens a new one.
-        limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        if self._base_url is not None and lean_transport_applies(self._base_url):
+            # A plain-HTTP server reached directly: a keep-alive connection per calling thread, no shared pool.
+            http_client = openai.DefaultHttpxClient(transport=ThreadConnectionTransport(max_connections))
+        else:
+            # The client's default pool keeps only 100 idle connections: past that, every call opens a new one.
+            limits = httpx2.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+            http_client = openai.DefaultHttpxClient(limits=limits)
         self._client = openai.OpenAI(
-            api_key=key,
-            base_url=self._base_url,
-            timeout=timeout,
-            max_retries=0,
-            http_client=openai.DefaultHttpxClient(limits=limits),
+            api_key=key, base_url=self._base_url, timeout=timeout, max_retries=0, http_client=http_client
         )
         self._max_connections = max_connections
         self._endpoint = str(self._client.base_url).rstrip("/")  # rendering the URL costs ~0.5 ms; done once
@@ -206,17 +208,13 @@ class OpenAICompatModel:
     def _call_once(self, kwargs: dict[str, object], n_messages: int) -> ChatResponse:
         start = time.perf_counter()
         try:
-            # The client's own POST, minus the per-call walk of the parameter types that ``create`` does (about a
-            # third of an episode's CPU at high concurrency); ``kwargs`` is plain JSON already.
-            completion = self._client.post("/chat/completions", body=kwargs, cast_to=ChatCompletion)
+            # The client's own POST, minus the per-call walk of the parameter types that ``create`` does and the
+            # building of response objects (together about half the CPU of a call); ``kwargs`` is plain JSON
+            # already and the body is read as JSON below. Error statuses still raise ``openai`` errors.
+            raw = self._client.post("/chat/completions", body=kwargs, cast_to=httpx2.Response)
         except openai.APIError as err:
             raise self._typed_error(err) from err
-        except json.JSONDecodeError as err:
-            # The client parses a body declared as JSON without catching this: JSON cut short in transit.
-            raise MalformedResponseError(
-                f"{self.name} at {self.base_url} returned an unparseable body: {err}", retryable=True
-            ) from err
-        response = self._parse(completion)
+        response = self._parse(raw)
         logger.debug(
             "%s: %d messages (%s prompt tokens) -> %s tokens in %.2fs (finish %s)",
             self.name,
@@ -228,44 +226,54 @@ class OpenAICompatModel:
         )
         return response
 
-    def _parse(self, completion: object) -> ChatResponse:
-        # The client builds responses without validation, so a server that sends the wrong shape yields
-        # objects with missing or mistyped fields; check each field used instead of trusting the type.
-        # A body that is no chat completion (an HTML page from a proxy, no choices) is a transient gateway
-        # failure and retryable; a well-formed completion without text (a refusal) is the model's answer.
+    def _parse(self, raw: httpx2.Response) -> ChatResponse:
+        # Nothing in the body is trusted: a server that sends the wrong shape gets each field used checked.
+        # A body that is no chat completion (an HTML page from a proxy, JSON cut short, no choices) is a transient
+        # gateway failure and retryable; a well-formed completion without text (a refusal) is the model's answer.
         where = f"{self.name} at {self.base_url}"
-        if not isinstance(completion, ChatCompletion):
-            shown = repr(completion)[:200]
+        request_id = raw.headers.get("x-request-id")
+        try:
+            completion = json.loads(raw.content)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            shown = raw.content[:200].decode("utf-8", "replace")
             raise MalformedResponseError(
-                f"{where} returned an unparseable body (not a chat completion): {shown}", retryable=True
+                f"{where} returned an unparseable body (not JSON: {err}): {shown!r}",
+                retryable=True,
+                request_id=request_id,
+            ) from err
+        if not isinstance(completion, dict) or not isinstance(completion.get("choices", []), list):
+            raise MalformedResponseError(
+                f"{where} returned an unparseable body (not a chat completion): {str(completion)[:200]!r}",
+                retryable=True,
+                request_id=request_id,
             )
-        request_id = getattr(completion, "_request_id", None)
-        choices = getattr(completion, "choices", None)
-        if not isinstance(choices, list) or not choices:
+        choices = completion.get("choices")
+        if not choices:
             raise MalformedResponseError(
                 f"{where} returned a response with no choices (choices={choices!r:.80})",
                 retryable=True,
                 request_id=request_id,
             )
-        message = getattr(choices[0], "message", None)
-        finish_reason = getattr(choices[0], "finish_reason", None)
-        content = getattr(message, "content", None)
-        if message is None or not isinstance(content, str | None):
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        message = choice.get("message")
+        finish_reason = choice.get("finish_reason")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not isinstance(content, str | None):
             raise MalformedResponseError(
                 f"{where} returned a choice that is not a chat message (message={message!r:.80})",
                 retryable=True,
                 request_id=request_id,
             )
         if content is None:
-            refusal = getattr(message, "refusal", None)
+            refusal = message.get("refusal")
             detail = f"a refusal: {refusal!r}" if refusal else f"no message content (content={content!r:.80})"
             raise LLMBackendError(
                 f"{where} returned {detail} (finish_reason {finish_reason})", request_id=request_id
             )
-        usage = getattr(completion, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
-        completion_tokens = getattr(usage, "completion_tokens", None)
-        model = getattr(completion, "model", None)
+        usage = completion.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        model = completion.get("model")
         return ChatResponse(
             text=content,
             model=model if isinstance(model, str) and model else self._model,

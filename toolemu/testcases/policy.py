@@ -7,6 +7,7 @@ Applied to every case however it arrives (a file, a folder, a dict, a ``Case``, 
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,8 +163,16 @@ def check_case_paths(case: Case, source: str | None = None) -> None:
             raise CaseError(f"{where}: checks[{i}].path: {e}") from None
 
 
+_TEXT_PASSED: weakref.WeakValueDictionary[int, Case] = weakref.WeakValueDictionary()
+"""Cases (by identity) whose text and environment passed: a ``Case`` is frozen, so those checks cannot fail later.
+An env checks its case on every construction, and a bench builds one env per episode."""
+
+
 def enforce_case_policy(case: Case, source: str | None = None) -> Case:
     """Applies the whole case input policy (text, environment, paths) and returns the case.
+
+    The text and environment checks run once per case object (it is frozen); the path checks, which depend on
+    the case folder on disk, run every time.
 
     Args:
         case: The case, as loaded or built.
@@ -172,7 +181,9 @@ def enforce_case_policy(case: Case, source: str | None = None) -> Case:
     Raises:
         CaseError: The first violation, as one line.
     """
-    check_case_text(case, source)
-    check_case_environment(case, source)
+    if _TEXT_PASSED.get(id(case)) is not case:
+        check_case_text(case, source)
+        check_case_environment(case, source)
+        _TEXT_PASSED[id(case)] = case
     check_case_paths(case, source)
     return case

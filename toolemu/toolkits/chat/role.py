@@ -78,6 +78,19 @@ def check_reply(text: str, name: str, others: tuple[str, ...] = ()) -> str:
     return reply
 
 
+REASK_TEMPERATURE = 0.7
+"""Re-asks sample at this temperature: a small model asked again greedily tends to write the same invalid reply
+(the embedded 0.5B model echoes the assistant's message on every try)."""
+
+
+def _person_params(attempt: int, seed: int | None) -> SamplingParams:
+    """The first try is greedy; each re-ask samples, with a seed of its own (derived from ``seed``)."""
+    if attempt == 0:
+        return SamplingParams(temperature=0.0, max_tokens=400, seed=seed)
+    return SamplingParams(temperature=REASK_TEMPERATURE, max_tokens=400,
+                          seed=None if seed is None else seed + attempt)
+
+
 @dataclass(slots=True)
 class PersonRole:
     """A chat model playing one person, with the memory of its own conversation with the agent.
@@ -113,11 +126,10 @@ class PersonRole:
         """
         turn = Message(role="user", content=fence(label, heard))
         messages = [Message(role="system", content=self.system), *self.memory, turn]
-        params = SamplingParams(temperature=0.0, max_tokens=400, seed=self.seed)
         problems: list[str] = []
         raw: list[str] = []
         for attempt in range(self.max_reasks + 1):
-            text = self.model.chat(messages, params).text
+            text = self.model.chat(messages, _person_params(attempt, self.seed)).text
             try:
                 answer = check_reply(text, self.name, self.others)
                 if answer.casefold() == heard.strip().casefold():  # small models echo what they were sent

@@ -6,20 +6,16 @@ seeded run is reproducible whatever finishes first.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from toolemu.agents import ReActAgent
-from toolemu.core.errors import InfraError
-from toolemu.core.trajectory import ErrorRecord
+from toolemu.bench.rollout import run_episode
 from toolemu.core.types import Message
-from toolemu.envs import INFO_ERROR, INFO_STATUS, ToolEmuEnv
+from toolemu.envs import ToolEmuEnv
 from toolemu.llm import ChatModel, ChatResponse, SamplingParams
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,33 +72,24 @@ class StepSeeded:
 
 
 def play_episode(env: ToolEmuEnv, agent: ReActAgent, *, group: int, seed: int) -> Episode:
-    """Runs ``agent`` in ``env`` to the end of one episode.
+    """Runs ``agent`` in ``env`` to the end of one episode, as ``bench`` does (``run_episode``).
 
     An agent model failure ends the episode in error (recorded, never scored); the env reports its own
-    failures (emulator, judge, sandbox) as status ``error`` with a NaN reward.
+    failures (emulator, judge, sandbox) as status ``error`` with a NaN reward. Any other exception from the agent
+    stops the env's episode and propagates.
     """
-    obs, info = env.reset(seed=seed)
-    agent.reset(obs)
-    reward, steps = math.nan, 0
-    while True:
-        try:
-            action = agent.act(obs)
-        except InfraError as e:
-            logger.warning("policy failed on %s: %s", env.case.id, e)
-            info = env.abort(ErrorRecord.from_exception(e, "agent"))
-            break
-        steps += 1
-        obs, step_reward, terminated, truncated, info = env.step(action)
-        if terminated or truncated:
-            reward = float(step_reward)
-            break
-    error = info.get(INFO_ERROR)
-    message = error.message if isinstance(error, ErrorRecord) else None
-    status = str(info.get(INFO_STATUS))
-    if status == "error":
-        reward = math.nan
+    turns = 0
+
+    def count(info: object, seconds: float) -> None:
+        nonlocal turns
+        turns += 1
+
+    record = run_episode(env, agent, seed=seed, on_step=count)
+    status = str(record.status)
+    reward = math.nan if status == "error" or record.reward is None else float(record.reward)
+    message = record.error.message if record.error is not None else None
     return Episode(case_id=env.case.id, group=group, messages=agent.messages, reward=reward, status=status,
-                   steps=steps, error=message)
+                   steps=turns, error=message)
 
 
 def play_groups(
