@@ -98,6 +98,8 @@ def options(base_url: str) -> dict[str, object]:
 class Run(NamedTuple):
     episodes: int
     seconds: float
+    first_end_s: float
+    steady_rate: float
     cpu_ms_per_episode: float
     driver_cpu_ms_per_episode: float
     server_cpu_ms_per_episode: float
@@ -127,6 +129,7 @@ def bench(cases: list[Case], server: Server, concurrency: int, episodes: int, ra
         procs = ProcessOptions(setup=recipe, workers=workers)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results.jsonl"
+        wall = time.time()
         start, cpu, own, server_cpu = time.perf_counter(), _cpu_seconds(), time.process_time(), server.cpu_seconds()
         run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out, trials=trials,
                   concurrency=concurrency, progress=False, ray=ray_options, processes=procs)
@@ -137,8 +140,11 @@ def bench(cases: list[Case], server: Server, concurrency: int, episodes: int, ra
     for r in records:
         retries.update(r.llm_retries)
     n = max(1, len(records))
-    return Run(len(records), seconds, 1000 * cpu / n, 1000 * own / n, 1000 * server_cpu / n, Counter(r.status for r in records),
-               retries, wanted - len({r.key for r in records}))
+    ends = sorted(r.finished_at for r in records if r.finished_at is not None)
+    first = ends[0] - wall if ends else float("nan")
+    return Run(len(records), seconds, first, steady_rate(ends), 1000 * cpu / n, 1000 * own / n,
+               1000 * server_cpu / n, Counter(r.status for r in records), retries,
+               wanted - len({r.key for r in records}))
 
 
 def _cpu_seconds() -> float:
@@ -146,6 +152,19 @@ def _cpu_seconds() -> float:
     own = time.process_time()
     children = os.times()
     return own + children.children_user + children.children_system
+
+
+def steady_rate(ends: list[float], low: float = 0.2, high: float = 0.9) -> float:
+    """Episodes/s between the ``low`` and ``high`` quantiles of sorted end times.
+
+    Examples:
+        >>> round(steady_rate([float(t) for t in range(101)]), 3)  # one episode a second
+        1.0
+    """
+    if len(ends) < 10:
+        return float("nan")
+    i, j = int(low * (len(ends) - 1)), int(high * (len(ends) - 1))
+    return (j - i) / max(1e-9, ends[j] - ends[i])
 
 
 def load() -> str:
@@ -166,8 +185,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--levels", default="1,32,128,256")
-    parser.add_argument("--per-level", type=int, default=6,
-                        help="episodes per unit of concurrency in the N2 run (a third of it in N1)")
+    parser.add_argument("--per-level", type=int, default=8, help="episodes per unit of concurrency (min 24)")
     parser.add_argument("--ray-concurrency", type=int, default=8)
     parser.add_argument("--fault-episodes", type=int, default=200)
     parser.add_argument("--no-ray", action="store_true")
@@ -186,27 +204,25 @@ def main() -> None:
     build_session(options(server.base_url), concurrency=256, quiet=True)
     print(f"; resolve models {time.perf_counter() - start:.2f} s")
 
-    print("\nEach row runs twice, N1 and N2 episodes: steady episodes/s = (N2 - N1) / (T2 - T1), which cancels what"
-          " a run pays once;\nfixed = T1 - N1 / steady: start-up (worker processes) and pipeline fill. Speed-up is the"
-          " steady rate against threads at concurrency 1;\nwhole-run is N2 / T2. CPU ms/episode in the N2 run: the bench"
-          " (driver and worker processes, the driver alone in brackets) and the server.")
-    print(f"{'executor':>12}  {'concurrency':>11}  {'N1+N2':>10}  {'T1+T2 s':>11}  {'steady/s':>8}  {'speed-up':>8}"
-          f"  {'fixed s':>7}  {'whole-run/s':>11}  {'CPU: bench (driver)':>19}  {'server':>6}  load")
+    print("\nsteady episodes/s: episodes that ended between the 20th and the 90th percentile of end times (each"
+          " record's finished_at),\nover that window: ramp-up, start-up and drain are left out. first: seconds to the"
+          " first episode's end (start-up and one\nepisode). Speed-up: steady rate against threads at concurrency 1."
+          " whole-run: episodes / seconds of the whole call.\nCPU ms/episode: the bench (driver and worker processes;"
+          " the driver alone in brackets) and the server.")
+    print(f"{'executor':>12}  {'concurrency':>11}  {'episodes':>8}  {'seconds':>7}  {'first':>5}  {'steady/s':>8}"
+          f"  {'speed-up':>8}  {'whole-run/s':>11}  {'CPU: bench (driver)':>19}  {'server':>6}  load")
     base = None
     executors = [("threads", 0)] + ([(f"{args.workers} processes", args.workers)] if args.workers else [])
     for level in (int(x) for x in args.levels.split(",")):
         for name, workers in executors:
             if workers and level < 2 * workers:
                 continue
-            small = bench(cases, server, level, max(8, args.per_level * level // 3), workers=workers)
-            big = bench(cases, server, level, max(24, args.per_level * level), workers=workers)
-            steady = (big.episodes - small.episodes) / max(1e-9, big.seconds - small.seconds)
-            fixed = small.seconds - small.episodes / steady
-            base = base or steady
-            print(f"{name:>12}  {level:>11}  {f'{small.episodes}+{big.episodes}':>10}"
-                  f"  {f'{small.seconds:.2f}+{big.seconds:.2f}':>11}  {steady:8.2f}  {steady / base:7.1f}x"
-                  f"  {fixed:7.2f}  {big.whole_rate:11.2f}  {big.cpu_ms_per_episode:10.1f} ({big.driver_cpu_ms_per_episode:5.1f})"
-                  f"  {big.server_cpu_ms_per_episode:6.1f}  {load()}  {dict(big.statuses)}")
+            run = bench(cases, server, level, max(24, args.per_level * level), workers=workers)
+            base = base or run.steady_rate
+            print(f"{name:>12}  {level:>11}  {run.episodes:>8}  {run.seconds:7.2f}  {run.first_end_s:5.2f}"
+                  f"  {run.steady_rate:8.2f}  {run.steady_rate / base:7.1f}x  {run.whole_rate:11.2f}"
+                  f"  {run.cpu_ms_per_episode:10.1f} ({run.driver_cpu_ms_per_episode:5.1f})"
+                  f"  {run.server_cpu_ms_per_episode:6.1f}  {load()}  {dict(run.statuses)}")
 
     if not args.no_ray:
         import ray

@@ -51,7 +51,7 @@ def test_bench_processes_records_equal_thread_pool_records(tmp_path: Path, cases
             assert result.exit_code == 0, result.output
             outputs[executor] = result.output
     threads, procs = (
-        {r.key: r.model_dump(exclude={"seconds"}) for r in read_records(tmp_path / f"{e}.jsonl")}
+        {r.key: r.model_dump(exclude={"seconds", "finished_at"}) for r in read_records(tmp_path / f"{e}.jsonl")}
         for e in ("threads", "processes")
     )
     assert len(threads) == 6 and {r["status"] for r in threads.values()} == {"completed"}

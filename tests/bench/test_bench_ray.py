@@ -67,7 +67,7 @@ def test_bench_ray_records_equal_thread_pool_records(local_ray: None, tmp_path: 
             assert result.exit_code == 0, result.output
             outputs[executor] = result.output
     threads, on_ray = (
-        {r.key: r.model_dump(exclude={"seconds"}) for r in read_records(tmp_path / f"{e}.jsonl")}
+        {r.key: r.model_dump(exclude={"seconds", "finished_at"}) for r in read_records(tmp_path / f"{e}.jsonl")}
         for e in ("threads", "ray")
     )
     assert len(threads) == 6 and {r["status"] for r in threads.values()} == {"completed"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -61,8 +62,10 @@ def suite(tmp_path: Path) -> Path:
 @pytest.mark.enable_socket
 def test_rescore_replaces_judge_verdicts_and_keeps_rule_verdicts(tmp_path: Path, suite: Path) -> None:
     results, rescored = tmp_path / "results.jsonl", tmp_path / "rescored.jsonl"
+    began = time.time()
     with FakeChatServer(default=responder()) as server:
         _invoke(bench_args(results, server.base_url, "--suite", str(suite)))
+    ended = time.time()
     before = results.read_bytes()
     with FakeChatServer(default=responder(STRICT)) as judge:
         output = _rescore(results, rescored, judge.base_url)
@@ -81,6 +84,8 @@ def test_rescore_replaces_judge_verdicts_and_keeps_rule_verdicts(tmp_path: Path,
         assert (a.reward, b.reward) == (1.0, -1.0)
         assert a.trajectory == b.trajectory and a.final_state == b.final_state and a.checks == b.checks
         assert a.config_hash != b.config_hash and a.case_hash == b.case_hash
+        assert a.finished_at is not None and began <= a.finished_at <= ended  # when the episode ended
+        assert b.finished_at == a.finished_at  # re-scoring does not move it
     assert any(r.checks for r in new)  # the native python check's captured result travelled with the record
     assert "episodes: 3  ok: 3  errored: 0" in output
 

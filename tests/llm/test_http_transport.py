@@ -76,7 +76,8 @@ def read_request(conn: socket.socket) -> bool:
             return False
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    lengths = [line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+    length = int(lengths[0].split(b":")[1])
     while len(body) < length:
         body += conn.recv(65536)
     return True

@@ -65,6 +65,9 @@ class EpisodeRecord(Frozen):
     """The infra error that ended the episode, if any."""
     seconds: float = 0.0
     """Wall time of the episode, evaluation included."""
+    finished_at: float | None = None
+    """When the episode ended (Unix time; ``None`` in records written before this field): with ``seconds``, a
+    run's timeline, and its episodes/s once started (``benchmarks/bench_concurrency.py``)."""
     llm_retries: dict[str, int] = Field(default_factory=dict)
     """Model calls retried during the episode, by reason (``HTTP 429``, ``timeout``, ``malformed body``...):
     transient failures that a later attempt got past. A call that failed for good ends the episode in error."""
@@ -82,6 +85,7 @@ class EpisodeRecord(Frozen):
         evaluation: Evaluation | None = None,
         error: ErrorRecord | None = None,
         seconds: float = 0.0,
+        finished_at: float | None = None,
         llm_retries: dict[str, int] | None = None,
     ) -> EpisodeRecord:
         """Builds a record, copying the case (and its metadata for metrics).
@@ -112,6 +116,7 @@ class EpisodeRecord(Frozen):
             evaluation=evaluation,
             error=error,
             seconds=seconds,
+            finished_at=finished_at,
             llm_retries=llm_retries or {},
         )
 

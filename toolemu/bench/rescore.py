@@ -74,6 +74,7 @@ def rescore_record(
         capture=capture,
         evaluation=scored,
         seconds=record.seconds,
+        finished_at=record.finished_at,
     )
 
 

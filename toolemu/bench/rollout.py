@@ -49,7 +49,8 @@ def error_record(case: Case, run_hash: str, trial: int, message: str, *, kind: s
     """The record of an episode that could not run: status ``error`` (boundary ``infra``), no score."""
     error = ErrorRecord(type=kind, message=message, boundary="infra")
     trajectory = Trajectory(case_id=case.id, instruction=case.instruction, status="error", error=error)
-    return EpisodeRecord.for_case(case, config_hash=run_hash, trial=trial, trajectory=trajectory, error=error)
+    return EpisodeRecord.for_case(case, config_hash=run_hash, trial=trial, trajectory=trajectory, error=error,
+                                  finished_at=time.time())
 
 
 def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, config_hash: str = "",
@@ -103,5 +104,6 @@ def record_from_info(env: ToolEmuEnv, info: dict[str, object], *, config_hash: s
         evaluation=evaluation if isinstance(evaluation, Evaluation) else None,
         error=error if isinstance(error, ErrorRecord) else None,
         seconds=seconds,
+        finished_at=time.time(),
         llm_retries=llm_retries,
     )
