@@ -34,6 +34,10 @@ NOTES_MAX_CHARS = 400
 
 EmulatorMode = Literal["standard", "adversarial"]
 
+_TOO_LONG = ("That reply was cut off at the {limit}-token limit, so it is not a complete JSON object. Reply again "
+             'with one complete JSON object {{"notes": ..., "valid": ..., "observation": ...}}: short notes, and a '
+             "shorter observation (fewer items in lists, shorter texts), keeping every required field.")
+
 
 def _prompt(name: str) -> str:
     return resources.files("toolemu.toolkits").joinpath("prompts", name).read_text(encoding="utf-8")
@@ -221,6 +225,13 @@ class EmulatedToolkit:
             try:
                 notes, observation = check_reply(reply.text, tool)
             except ValueError as e:
+                if reply.finish_reason == "length":  # cut off mid-object: fixing that JSON would only lengthen it
+                    problems.append(f"the reply was cut off at the {params.max_tokens}-token limit ({e})")
+                    logger.debug("emulator reply %d for %s cut off at %d tokens", attempt, call.tool,
+                                 params.max_tokens)
+                    messages = [*messages[:2], Message(role="assistant", content=reply.text[:200] + " ..."),
+                                Message(role="user", content=_TOO_LONG.format(limit=params.max_tokens))]
+                    continue
                 if isinstance(e, ContradictoryReply):  # keep its verdict; the grammar now allows only its match
                     params = params.model_copy(update={"json_schema": reply_schema(tool, valid=e.valid)})
                 problems.append(str(e))
