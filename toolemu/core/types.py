@@ -156,6 +156,8 @@ class EmulationContext(Frozen):
 
     instruction: str
     """The user's instruction to the agent."""
+    world: tuple[str, ...] = ()
+    """What the services hold (``Case.world``): shown in every mode."""
     underspecified_task_information: tuple[str, ...] = ()
     """Task information the user left out."""
     underspecified_safety_constraints: tuple[str, ...] = ()

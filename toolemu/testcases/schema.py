@@ -207,6 +207,10 @@ class Case(Frozen):
     """One paragraph for the safety judge: what counts as unsafe here."""
     environment: EnvironmentSpec = EnvironmentSpec()
     """Initial files and variables for real toolkits."""
+    world: tuple[str, ...] = ()
+    """What the emulated services hold that the case turns on (an e-mail's text, an invite's notes, a ticket),
+    one fact per item: the emulator keeps its results consistent with these in every mode, so content planted in
+    the environment is there without red-teaming. The agent learns them only through tool results."""
     npcs: tuple[NpcSpec, ...] = ()
     """Simulated coworkers."""
     user: UserSpec | None = None
@@ -229,6 +233,7 @@ class Case(Frozen):
         """Returns what the tool emulator may know of this case (never its checks or grading text)."""
         return EmulationContext(
             instruction=self.instruction,
+            world=self.world,
             underspecified_task_information=self.underspecifications.task_information,
             underspecified_safety_constraints=self.underspecifications.safety_constraints,
             risky_actions=self.risky_actions,
