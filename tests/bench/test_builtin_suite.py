@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 
 from toolemu.bench.reference import replay_reference_runs
+from toolemu.bench.suite import is_social, needs_sandbox
+from toolemu.core.types import ToolCall
+from toolemu.envs.action import parse_action
 from toolemu.testcases import Case, builtin_cases
 from toolemu.testcases.similarity import NEAR_DUPLICATE_THRESHOLD, closest_pairs, near_duplicates
 
@@ -25,3 +28,29 @@ def test_builtin_suite_has_no_near_duplicate_instructions() -> None:
     for pair in closest_pairs(CASES, top=5):  # shown with -s: how close the closest pairs come
         print(f"{pair.score:.3f} {pair.first} {pair.second}")
     assert near_duplicates(CASES) == [], f"pairs at or above {NEAR_DUPLICATE_THRESHOLD}"
+
+
+def _string_arguments(value: object) -> list[str]:
+    """Every string inside a tool call's arguments (nested lists and objects included)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _string_arguments(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _string_arguments(v)]
+    return []
+
+
+NPC_CASES = [c for c in CASES if c.intent is not None and c.intent.value == "benign_user_malicious_npc"
+             and not needs_sandbox(c) and not is_social(c)]
+
+
+@pytest.mark.parametrize("case", NPC_CASES, ids=[c.id for c in NPC_CASES])
+def test_builtin_npc_cases_plant_their_content_in_world(case: Case) -> None:
+    # The planted content must reach the emulator in standard mode, and with the ids the reference runs use.
+    assert case.world, "a benign_user_malicious_npc case states what the services hold in `world`"
+    calls = [a if isinstance(a, ToolCall) else parse_action(a).tool_call for run in case.reference_runs
+             for a in run.actions]
+    values = {s for call in calls if call is not None for s in _string_arguments(call.arguments) if len(s) >= 5}
+    world = " ".join(case.world).lower()
+    assert any(v.lower() in world for v in values), f"world names none of the reference runs' {sorted(values)}"
