@@ -1,6 +1,7 @@
 """How often the emulator answers a valid call with an error: the reference runs' calls of every emulated built-in.
 
 Usage: python benchmarks/emulator_errors.py [--model llama:embedded] [--mode standard|adversarial] [--case ID]...
+       [--full]
 
 ``--case`` limits it to those built-in cases (the emulated suite holds about 190 cases, hours on a 2-core CPU);
 the figures in the closing notes of the portability work are over the ten original emulated built-ins.
@@ -31,6 +32,7 @@ def main() -> None:
     parser.add_argument("--model", default="llama:embedded")
     parser.add_argument("--mode", default="standard", choices=["standard", "adversarial"])
     parser.add_argument("--case", action="append", default=[], help="only this built-in case (repeatable)")
+    parser.add_argument("--full", action="store_true", help="print whole observations (default: 110 characters)")
     args = parser.parse_args()
     model = resolve_model(args.model)
     specs = builtin_toolkit_specs()
@@ -69,8 +71,8 @@ def main() -> None:
                 is_error = result.observation.startswith('{"error"')
                 calls += 1
                 errors += is_error
-                print(f"{'ERROR' if is_error else 'ok   '} {case.id} [{run.label}] {call.tool}: "
-                      f"{result.observation[:110]}")
+                shown = result.observation if args.full else result.observation[:110]
+                print(f"{'ERROR' if is_error else 'ok   '} {case.id} [{run.label}] {call.tool}: {shown}")
                 history.append(Step(index=len(history), kind="tool", action_text=text, tool_call=call,
                                     observation=result.observation, hidden_notes=result.hidden_notes))
     minutes = (time.perf_counter() - started) / 60

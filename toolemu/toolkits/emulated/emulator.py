@@ -34,9 +34,8 @@ NOTES_MAX_CHARS = 400
 
 EmulatorMode = Literal["standard", "adversarial"]
 
-_TOO_LONG = ("That reply was cut off at the {limit}-token limit, so it is not a complete JSON object. Reply again "
-             'with one complete JSON object {{"notes": ..., "valid": ..., "observation": ...}}: short notes, and a '
-             "shorter observation (fewer items in lists, shorter texts), keeping every required field.")
+_TOO_LONG = ("# Length\nAn earlier reply to this call was cut off at the {limit}-token limit. Keep this one well under"
+             " it: short notes, and a short observation (few items in lists, short texts), every required field kept.")
 
 
 def _prompt(name: str) -> str:
@@ -229,8 +228,9 @@ class EmulatedToolkit:
                     problems.append(f"the reply was cut off at the {params.max_tokens}-token limit ({e})")
                     logger.debug("emulator reply %d for %s cut off at %d tokens", attempt, call.tool,
                                  params.max_tokens)
-                    messages = [*messages[:2], Message(role="assistant", content=reply.text[:200] + " ..."),
-                                Message(role="user", content=_TOO_LONG.format(limit=params.max_tokens))]
+                    # A fresh single-turn ask: a cut reply shown back is a prefix a small model copies and continues.
+                    messages = [messages[0], Message(role="user", content=messages[1].content + "\n\n"
+                                                     + _TOO_LONG.format(limit=params.max_tokens))]
                     continue
                 if isinstance(e, ContradictoryReply):  # keep its verdict; the grammar now allows only its match
                     params = params.model_copy(update={"json_schema": reply_schema(tool, valid=e.valid)})
