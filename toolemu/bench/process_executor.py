@@ -162,9 +162,13 @@ def run_on_processes(todo: Sequence[tuple[Case, int]], options: ProcessOptions, 
     def feed(worker: _Worker) -> None:
         while pending and len(worker.held) < worker.threads:
             index = pending.popleft()
+            try:
+                worker.conn.send(items[index])
+            except OSError:  # it has just died: the task goes back, and its sentinel reports the death
+                pending.appendleft(index)
+                return
             attempts[index] += 1
             worker.held.add(index)
-            worker.conn.send(items[index])
 
     def spawn(threads: int) -> _Worker:
         ours, theirs = ctx.Pipe()
