@@ -244,6 +244,7 @@ def _bury(worker: _Worker, workers: list[_Worker], items: list[tuple[int, int, i
             break
         yield from _handle(message, worker, finished)
     worker.conn.close()
+    worker.proc.join(timeout=5)  # its sentinel can fire a moment before the exit status can be read
     code = worker.proc.exitcode
     how = f"killed by {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
     lost = sorted(worker.held - finished)
