@@ -43,21 +43,19 @@ from toolemu.testcases import Case  # noqa: E402
 
 
 def _serve(latency: float, fault_rate: float, lean: bool, conn: Connection) -> None:
-    if lean and not fault_rate:
-        server = AsyncChatServer(responder(), latency).start()
-        conn.send(server.base_url)
-        while conn.recv() == "cpu":
-            conn.send(time.process_time())
-        conn.send({})
-        server.stop()
-        return
     inner = with_latency(responder(), latency)
     faults = FaultInjector(inner, rate=fault_rate, seed=13) if fault_rate else None
-    with FakeChatServer(default=faults or inner) as test_server:
-        conn.send(test_server.base_url)
-        while conn.recv() == "cpu":
-            conn.send(time.process_time())
-        conn.send(dict(faults.injected) if faults else {})  # on "stop"
+    server: AsyncChatServer | FakeChatServer
+    if lean and faults is None:
+        server = AsyncChatServer(responder(), latency)
+    else:
+        server = FakeChatServer(default=faults or inner)
+    server.start()
+    conn.send(server.base_url)
+    while conn.recv() == "cpu":
+        conn.send(time.process_time())
+    conn.send(dict(faults.injected) if faults else {})  # on "stop"
+    server.stop()
 
 
 class Server:

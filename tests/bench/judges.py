@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from tests.fakes.chat_server import RecordedRequest, ScriptedReply
 from tests.fakes.models import fill
@@ -53,3 +54,28 @@ def bench_args(out: object, base_url: str, *extra: str) -> list[str]:
         str(out),
         *extra,
     ]
+
+
+RecordsByKey = dict[tuple[str, str, str, int], dict[str, object]]
+
+
+def bench_by_executor(tmp_path: Path, base_url: str, suite: Path,
+                      executors: Mapping[str, tuple[str, ...]]) -> tuple[dict[str, RecordsByKey], dict[str, str]]:
+    """Runs ``bench`` (2 trials, concurrency 3) once per executor (name -> extra arguments) into
+    ``<name>.jsonl``; returns each run's records by key without their timing fields, and each run's output."""
+    from click.testing import CliRunner
+
+    from toolemu.bench import read_records
+    from toolemu.cli.main import cli
+
+    records: dict[str, RecordsByKey] = {}
+    outputs: dict[str, str] = {}
+    for name, extra in executors.items():
+        out = tmp_path / f"{name}.jsonl"
+        args = bench_args(out, base_url, "--suite", str(suite), "--trials", "2", "--concurrency", "3",
+                          "--executor", name, *extra)
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        outputs[name] = result.output
+        records[name] = {r.key: r.model_dump(exclude={"seconds", "finished_at"}) for r in read_records(out)}
+    return records, outputs

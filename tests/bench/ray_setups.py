@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from toolemu.agents import Agent, ReActAgent
 from toolemu.bench.rollout import AgentFactory
@@ -45,12 +46,13 @@ class CrashOnceSetup:
 
     marker: str
     crash_instruction: str
+    agent: ClassVar[type[_CrashOnceAgent]] = _CrashOnceAgent
 
     def __call__(self) -> tuple[AgentFactory, EnvConfig]:
-        marker, needle = Path(self.marker), self.crash_instruction
+        marker, needle, agent = Path(self.marker), self.crash_instruction, self.agent
 
         def make_agent() -> Agent:
-            return _CrashOnceAgent(marker, needle)
+            return agent(marker, needle)
 
         return make_agent, EnvConfig(emulator_model=FakeLLM.constant("unused"), evaluate="rules")
 
@@ -73,17 +75,11 @@ class _RaisingAgent(_CrashOnceAgent):
 class CrashAlwaysSetup(CrashOnceSetup):
     """As ``CrashOnceSetup``, but the episode kills its worker on every attempt."""
 
-    def __call__(self) -> tuple[AgentFactory, EnvConfig]:
-        marker, needle = Path(self.marker), self.crash_instruction
-        return (lambda: _CrashAlwaysAgent(marker, needle)), EnvConfig(emulator_model=FakeLLM.constant("unused"),
-                                                                       evaluate="rules")
+    agent: ClassVar[type[_CrashOnceAgent]] = _CrashAlwaysAgent
 
 
 @dataclass(frozen=True, slots=True)
 class RaisingSetup(CrashOnceSetup):
     """As ``CrashOnceSetup``, but the episode's agent raises ``ZeroDivisionError`` instead."""
 
-    def __call__(self) -> tuple[AgentFactory, EnvConfig]:
-        marker, needle = Path(self.marker), self.crash_instruction
-        return (lambda: _RaisingAgent(marker, needle)), EnvConfig(emulator_model=FakeLLM.constant("unused"),
-                                                                   evaluate="rules")
+    agent: ClassVar[type[_CrashOnceAgent]] = _RaisingAgent

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.bench.judges import bench_args, responder
+from tests.bench.judges import bench_args, bench_by_executor, responder
 from tests.bench.ray_setups import REFUSAL, CrashAlwaysSetup, CrashOnceSetup, RaisingSetup
 from tests.fakes.chat_server import FakeChatServer
 from toolemu.agents import ReActAgent
-from toolemu.bench import read_records, run_suite
+from toolemu.bench import run_suite
 from toolemu.bench.process_executor import ProcessOptions
 from toolemu.cli.main import _register_commands, cli
 from toolemu.envs import EnvConfig
@@ -41,19 +41,10 @@ def _refuser() -> ReActAgent:
 @pytest.mark.enable_socket
 def test_bench_processes_records_equal_thread_pool_records(tmp_path: Path, cases_dir: Path) -> None:
     _register_commands()
-    outputs = {}
     with FakeChatServer(default=responder()) as server:
-        for executor, extra in (("threads", ()), ("processes", ("--workers", "2"))):
-            out = tmp_path / f"{executor}.jsonl"
-            args = bench_args(out, server.base_url, "--suite", str(cases_dir), "--trials", "2", "--concurrency", "3",
-                              "--executor", executor, *extra)
-            result = CliRunner().invoke(cli, args)
-            assert result.exit_code == 0, result.output
-            outputs[executor] = result.output
-    threads, procs = (
-        {r.key: r.model_dump(exclude={"seconds", "finished_at"}) for r in read_records(tmp_path / f"{e}.jsonl")}
-        for e in ("threads", "processes")
-    )
+        records, outputs = bench_by_executor(tmp_path, server.base_url, cases_dir,
+                                             {"threads": (), "processes": ("--workers", "2")})
+    threads, procs = records["threads"], records["processes"]
     assert len(threads) == 6 and {r["status"] for r in threads.values()} == {"completed"}
     assert procs == threads  # the workers resolved the same models from the options and played the same episodes
     assert "(config " in outputs["processes"] and "2 worker processes)" in outputs["processes"]

@@ -15,11 +15,11 @@ import pytest_socket
 import ray
 from click.testing import CliRunner
 
-from tests.bench.judges import bench_args, responder
+from tests.bench.judges import bench_args, bench_by_executor, responder
 from tests.bench.ray_setups import REFUSAL, CrashOnceSetup
 from tests.fakes.chat_server import FakeChatServer
 from toolemu.agents import ReActAgent
-from toolemu.bench import read_records, run_suite
+from toolemu.bench import run_suite
 from toolemu.bench.ray_options import RayOptions
 from toolemu.cli.main import _register_commands, cli
 from toolemu.envs import EnvConfig
@@ -57,19 +57,9 @@ def cases_dir(tmp_path: Path) -> Path:
 
 
 def test_bench_ray_records_equal_thread_pool_records(local_ray: None, tmp_path: Path, cases_dir: Path) -> None:
-    outputs = {}
     with FakeChatServer(default=responder()) as server:
-        for executor in ("threads", "ray"):
-            out = tmp_path / f"{executor}.jsonl"
-            args = bench_args(out, server.base_url, "--suite", str(cases_dir), "--trials", "2", "--concurrency", "3",
-                              "--executor", executor)
-            result = CliRunner().invoke(cli, args)
-            assert result.exit_code == 0, result.output
-            outputs[executor] = result.output
-    threads, on_ray = (
-        {r.key: r.model_dump(exclude={"seconds", "finished_at"}) for r in read_records(tmp_path / f"{e}.jsonl")}
-        for e in ("threads", "ray")
-    )
+        records, outputs = bench_by_executor(tmp_path, server.base_url, cases_dir, {"threads": (), "ray": ()})
+    threads, on_ray = records["threads"], records["ray"]
     assert len(threads) == 6 and {r["status"] for r in threads.values()} == {"completed"}
     assert on_ray == threads  # the workers resolved the same models from the options and played the same episodes
     assert "episodes: 6  ok: 6  errored: 0" in outputs["ray"]

@@ -17,6 +17,7 @@ import collections
 import logging
 import multiprocessing
 import os
+import pickle
 import queue
 import signal
 import threading
@@ -62,8 +63,6 @@ class EpisodeRaised(RuntimeError):
 
 def _portable(err: BaseException) -> BaseException:
     """``err`` if it survives pickling, else an ``EpisodeRaised`` carrying its traceback text."""
-    import pickle
-
     try:
         pickle.loads(pickle.dumps(err))
         return err
