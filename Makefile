@@ -6,16 +6,21 @@ PIP := $(PY) -m pip
 DEMO_CASES ?= 3
 DEMO_OUT ?= runs/demo.jsonl
 
-.PHONY: setup oas-python demo test lint clean
+.PHONY: setup system-packages oas-python demo test lint clean
 
-setup: $(VENV)/.installed oas-python
+setup: system-packages $(VENV)/.installed oas-python
+
+# bubblewrap, util-linux, binutils, chromium and chromium-driver: installed with apt when run as root, otherwise
+# the one command to run is printed and make stops here, before any long build.
+system-packages:
+	@bash scripts/system_packages.sh
 
 # torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
 # llama-cpp-python is built by toolemu.llm.llama_build, not by pip's default: GGML_NATIVE=OFF with the CPU's
 # AVX2/AVX-512/VNNI flags named and AMX left out (a -march=native build dies with SIGILL on AMX CPUs). Its wheel
 # is cached under a key of those flags (~8 min to compile the first time on 2 cores); `.[local]` then finds
 # llama-cpp-python==0.3.36 installed and does not build it again.
-$(VENV)/.installed: pyproject.toml toolemu/llm/llama_build.py
+$(VENV)/.installed: pyproject.toml toolemu/llm/llama_build.py | system-packages
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[transformers,dev]'
