@@ -155,6 +155,22 @@ def _check_link(root_fd: int, parts: list[str], shown: str) -> None:
         raise CaseError(f"{shown}: link to {kind_of(st.st_mode)}; special files are refused")
 
 
+def stat_beneath(root: str | Path, relpath: str, *, what: str = "file") -> os.stat_result:
+    """The ``lstat`` of what ``relpath`` names beneath ``root``, following only in-tree links (never opened).
+
+    Raises:
+        CaseError: ``relpath`` leads outside, through an absolute or dangling link or a loop; naming the path.
+    """
+    shown = f"{Path(root) / relpath}"
+    top = _open_top(root, what)
+    try:
+        dir_fd, _, st = _resolve(top, _parts(relpath), shown)
+    finally:
+        os.close(top)
+    os.close(dir_fd)
+    return st
+
+
 def open_file(root: str | Path, relpath: str, *, what: str = "file") -> int:
     """Opens a regular file beneath ``root`` for reading (in-tree links allowed; see the module docstring).
 
