@@ -183,9 +183,9 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
 
 def _plan_task(task: Path, report: OasImportReport) -> Case | None:
     """Reads and checks one task folder; returns its case, or ``None`` when it is skipped (services)."""
+    check_task_files(task)  # first: a special file or a link must not pass for a missing task.md
     if not (task / "task.md").is_file():
         raise CaseError(f"{task / 'task.md'}: missing; not an OAS task folder")
-    check_task_files(task)
     try:
         services = read_services(task)
         blocked = sorted(s for s in services if s != CHAT_SERVICE)

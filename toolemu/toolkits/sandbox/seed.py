@@ -125,6 +125,11 @@ def _place(template: Path, seed: SeedFile, base_dir: str | None) -> None:
                 f"environment.files {seed.path!r}: source {seed.source!r} needs a case loaded from a file; "
                 "use `content`"
             )
+        if not os.path.lexists(os.path.join(base_dir, str(seed.source))):
+            raise CaseError(
+                f"environment.files {seed.path!r}: source {seed.source!r} not found under {base_dir} "
+                "(paths are relative to the case file's folder)"
+            )
         # Read again here, not only checked at load: the case folder may have changed since (a swapped link).
         try:
             data = safefs.read_bytes(base_dir, str(seed.source), what="seed file", limit=MAX_SEED_FILE_BYTES)
