@@ -239,7 +239,6 @@ def _walk(root_fd: int, top: Path, max_depth: int) -> Iterator[_Entry]:
                 os.close(fd)
             continue
         sub = [*parts, name]
-        shown = top.joinpath(*sub)
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
         if stat.S_ISLNK(st.st_mode):
             yield _Entry("link", fd, sub, st)
@@ -247,15 +246,15 @@ def _walk(root_fd: int, top: Path, max_depth: int) -> Iterator[_Entry]:
             yield _Entry("file", fd, sub, st)
         elif stat.S_ISDIR(st.st_mode):
             if len(sub) > max_depth:
-                raise CaseError(f"{shown}: nested over {max_depth} folders deep; flatten the folder")
+                raise CaseError(f"{top.joinpath(*sub)}: nested over {max_depth} folders deep; flatten the folder")
             try:
                 child = os.open(name, _DIR_FLAGS, dir_fd=fd)
             except OSError as e:
-                raise _oserror(shown, e, "open folder") from None
+                raise _oserror(top.joinpath(*sub), e, "open folder") from None
             stack.append((child, sub, iter(sorted(os.listdir(child)))))
             yield _Entry("dir", fd, sub, st, child)
         else:
-            raise CaseError(f"{shown}: is {kind_of(st.st_mode)}; special files are refused")
+            raise CaseError(f"{top.joinpath(*sub)}: is {kind_of(st.st_mode)}; special files are refused")
 
 
 class _Budget:
@@ -378,7 +377,6 @@ def copy_tree(
                 continue
             if skipping or name in skip:
                 continue
-            shown = str(top.joinpath(*entry.parts))
             out = dst_fds[-1]
             if entry.kind == "dir":
                 os.mkdir(name, 0o700, dir_fd=out)
@@ -390,16 +388,15 @@ def copy_tree(
                 os.close(done)
             elif entry.kind == "link":
                 if links == "refuse":
-                    raise CaseError(f"{shown}: is a symlink; links are refused in a {what}")
+                    raise CaseError(f"{top.joinpath(*entry.parts)}: is a symlink; links are refused in a {what}")
                 if links == "inside":
-                    _check_link(src_fd, entry.parts, shown)
+                    _check_link(src_fd, entry.parts, str(top.joinpath(*entry.parts)))
                 os.symlink(os.readlink(name, dir_fd=entry.parent_fd), name, dir_fd=out)
                 if owner:
                     os.chown(name, entry.st.st_uid, entry.st.st_gid, dir_fd=out, follow_symlinks=False)
                 budget.add(entry)
             else:
-                budget.add(entry, _copy_file(entry, out, name, shown, budget.max_bytes - budget.bytes,
-                                             mode_mask, owner))
+                budget.add(entry, _copy_file(entry, out, top, budget.max_bytes - budget.bytes, mode_mask, owner))
         _apply_meta(dst_fds[0], os.fstat(src_fd), mode_mask, owner)
     except OSError as e:
         raise _oserror(top, e, f"copy {what}") from None
@@ -410,20 +407,22 @@ def copy_tree(
     return budget.report()
 
 
-def _copy_file(entry: _Entry, out_fd: int, name: str, shown: str, room: int, mask: int, owner: bool) -> int:
+def _copy_file(entry: _Entry, out_fd: int, top: Path, room: int, mask: int, owner: bool) -> int:
+    name = entry.parts[-1]
     fd = os.open(name, _READ_FLAGS, dir_fd=entry.parent_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise CaseError(f"{shown}: changed into {kind_of(st.st_mode)} while copied; refused")
+            raise CaseError(f"{top.joinpath(*entry.parts)}: changed into {kind_of(st.st_mode)} while copied; refused")
         new = os.open(name, _CREATE_FLAGS, 0o600, dir_fd=out_fd)
         try:
             copied = 0
-            while chunk := os.read(fd, _CHUNK):
-                copied += len(chunk)
+            while sent := os.sendfile(new, fd, None, min(_CHUNK, room - copied + 1)):
+                copied += sent
                 if copied > room:
-                    raise CaseError(f"{shown}: the copy exceeds its byte limit; remove large files")
-                os.write(new, chunk)
+                    raise CaseError(
+                        f"{top.joinpath(*entry.parts)}: the copy exceeds its byte limit; remove large files"
+                    )
             _apply_meta(new, st, mask, owner)
         finally:
             os.close(new)
@@ -609,44 +608,62 @@ def _open_unlocked(parent_fd: int, name: str) -> int:
 
 
 def _empty_folder(top_fd: int) -> None:
-    """Removes everything inside ``top_fd``, descending by name and climbing by ``..`` (checked by inode)."""
-    fd = top_fd
-    path: list[tuple[str, tuple[int, int]]] = []
-    while True:
-        sub = _unlink_files(fd)
-        if sub is not None:
-            st = os.fstat(fd)
-            child = _open_unlocked(fd, sub)
-            path.append((sub, (st.st_dev, st.st_ino)))
-            if fd != top_fd:
-                os.close(fd)
-            fd = child
+    """Removes everything inside ``top_fd``; each folder is listed once.
+
+    The fds of the folders on the current path are held up to ``_HELD_FDS`` deep; deeper than that a folder's
+    fd is closed on the way down and its folder reopened on the way up through ``..`` (checked by inode), so
+    any depth works within the fd limit.
+    """
+    stack: list[_Frame] = [_Frame(top_fd, "", _ident(top_fd), _unlink_files(top_fd))]
+    while stack:
+        frame = stack[-1]
+        if frame.pending:
+            name = frame.pending.pop()
+            child = _open_unlocked(frame.fd, name)
+            if len(stack) >= _HELD_FDS and frame.fd != top_fd:
+                os.close(frame.fd)
+                frame.fd = -1
+            stack.append(_Frame(child, name, _ident(child), _unlink_files(child)))
             continue
-        if not path:
+        stack.pop()
+        if not stack:
             return
-        name, ident = path.pop()
-        parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
-        st = os.fstat(parent)
-        os.close(fd)
-        if (st.st_dev, st.st_ino) != ident:
-            os.close(parent)
-            raise OSError(errno.ESTALE, f"folder {name!r} moved while its tree was removed")
-        os.rmdir(name, dir_fd=parent)
-        if path:
-            fd = parent
-        else:
-            os.close(parent)
-            fd = top_fd
+        parent = stack[-1]
+        if parent.fd == -1:
+            up = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=frame.fd)
+            if _ident(up) != parent.ident:
+                os.close(up)
+                os.close(frame.fd)
+                raise OSError(errno.ESTALE, f"folder {parent.name!r} moved while its tree was removed")
+            parent.fd = up
+        os.close(frame.fd)
+        os.rmdir(frame.name, dir_fd=parent.fd)
 
 
-def _unlink_files(fd: int) -> str | None:
-    """Unlinks every non-folder entry of ``fd``; returns the name of one sub-folder, if any is left."""
-    folder = None
-    for name in os.listdir(fd):
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        if stat.S_ISDIR(st.st_mode):
-            folder = folder or name
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=fd)
-    return folder
+_HELD_FDS = 64
+
+
+@dataclass(slots=True)
+class _Frame:
+    fd: int
+    name: str
+    ident: tuple[int, int]
+    pending: list[str]
+
+
+def _ident(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _unlink_files(fd: int) -> list[str]:
+    """Unlinks every non-folder entry of ``fd`` (``d_type`` from the listing: no stat); returns the folders."""
+    folders: list[str] = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.name, dir_fd=fd)
+    return folders
