@@ -63,7 +63,7 @@ def test_walk_folder_accepts_an_in_tree_link_to_a_file(folder: Path) -> None:
 
 HOSTILE_LINKS = [
     pytest.param("{outside}", "absolute path", id="absolute-link-out"),
-    pytest.param("../host/secret.txt", "outside its folder", id="relative-link-out"),
+    pytest.param("../host/secret.txt", "outside the case folder", id="relative-link-out"),
     pytest.param("missing.txt", "dangling", id="dangling"),
     pytest.param("/dev/zero", "absolute path", id="dev-zero"),
     pytest.param(".", "link to a folder", id="link-to-dot"),
@@ -139,7 +139,7 @@ def test_open_file_follows_only_in_tree_links(folder: Path, outside: Path) -> No
     with pytest.raises(CaseError, match="absolute path"):
         safefs.read_bytes(folder, "out", limit=100)
     (folder / "hop").symlink_to("sub/../../host/secret.txt")
-    with pytest.raises(CaseError, match="outside its folder"):
+    with pytest.raises(CaseError, match="leads outside the folder of the file"):
         safefs.read_bytes(folder, "hop", limit=100)
     os.mkfifo(folder / "fifo")
     with pytest.raises(CaseError, match="is a FIFO"):

@@ -149,11 +149,11 @@ STRICT_TYPES = [
     ("seed-mode-negative", SEED + "      mode: -1\n", "mode: -1 is outside"),
     ("max-steps-true", "max_steps: true\n", "max_steps: True is not an integer"),
     ("max-steps-string", 'max_steps: "5"\n', "max_steps: '5' is not an integer"),
-    ("tags-yaml-set", "tags: !!set {a, b}\n", "YAML tag !!set"),
+    ("tags-yaml-set", "tags: !!set {a, b}\n", "invalid YAML: tag !!set"),
     ("tags-string", "tags: risky\n", "tags: str is not a list"),
-    ("yaml-binary", "title: !!binary aGk=\n", "YAML tag !!binary"),
-    ("yaml-timestamp", "title: !!timestamp 2024-01-01\n", "YAML tag !!timestamp"),
-    ("yaml-python-object", "title: !!python/object/apply:os.system [id]\n", "YAML tag !!python/object/apply"),
+    ("yaml-binary", "title: !!binary aGk=\n", "invalid YAML: tag !!binary"),
+    ("yaml-timestamp", "title: !!timestamp 2024-01-01\n", "invalid YAML: tag !!timestamp"),
+    ("yaml-python-object", "title: !!python/object/apply:os.system [id]\n", "invalid YAML: tag !!python/object/apply"),
     ("check-negate-int", "checks:\n  - kind: command_run\n    pattern: rm\n    negate: 1\n",
      "negate: 1 is not true or false"),
 ]
@@ -169,7 +169,7 @@ def test_lax_case_types_are_refused_at_every_entry_point(tmp_path: Path, extra: 
 @pytest.mark.hostile(CLEAR_ERROR)
 def test_yaml_tag_error_names_the_line(tmp_path: Path) -> None:
     folder = make_tree(tmp_path / "case", {"case.yaml": GOOD_YAML + "tags: !!set {a, b}\n"})
-    message = assert_refused_everywhere(folder / "case.yaml", "YAML tag !!set", tmp_path)
+    message = assert_refused_everywhere(folder / "case.yaml", "invalid YAML: tag !!set", tmp_path)
     assert f"{folder / 'case.yaml'}:5:" in message, message
 
 

@@ -97,7 +97,7 @@ def _open_top(path: str | Path, what: str) -> int:
         raise _oserror(path, e, f"open {what} folder") from None
 
 
-def _resolve(root_fd: int, parts: list[str], shown: str) -> tuple[int, str, os.stat_result]:
+def _resolve(root_fd: int, parts: list[str], shown: str, what: str = "folder") -> tuple[int, str, os.stat_result]:
     """Resolves ``parts`` under ``root_fd``, following only in-tree relative links, never leaving the tree.
 
     Returns:
@@ -116,7 +116,7 @@ def _resolve(root_fd: int, parts: list[str], shown: str) -> tuple[int, str, os.s
                 continue
             if name == "..":
                 if len(fds) == 1:
-                    raise CaseError(f"{shown}: leads outside its folder; links and paths must stay inside")
+                    raise CaseError(f"{shown}: leads outside the {what}; links and paths must stay inside it")
                 os.close(fds.pop())
                 continue
             try:
@@ -129,7 +129,9 @@ def _resolve(root_fd: int, parts: list[str], shown: str) -> tuple[int, str, os.s
                 if hops > _MAX_LINK_HOPS:
                     raise CaseError(f"{shown}: link loop (over {_MAX_LINK_HOPS} links); remove the loop")
                 if target.startswith("/"):
-                    raise CaseError(f"{shown}: link to the absolute path {target!r}; links must stay inside")
+                    raise CaseError(
+                        f"{shown}: link to the absolute path {target!r}, outside the {what}; links must stay inside it"
+                    )
                 pending.extend(reversed(target.split("/")))
                 continue
             if not pending:
@@ -146,13 +148,13 @@ def _resolve(root_fd: int, parts: list[str], shown: str) -> tuple[int, str, os.s
             os.close(fd)
 
 
-def _check_link(root_fd: int, parts: list[str], shown: str) -> None:
-    fd, _, st = _resolve(root_fd, parts, shown)
+def _check_link(root_fd: int, parts: list[str], shown: str, what: str) -> None:
+    fd, _, st = _resolve(root_fd, parts, shown, what)
     os.close(fd)
     if stat.S_ISDIR(st.st_mode):
         raise CaseError(f"{shown}: link to a folder; only links to files inside the folder are allowed")
     if not stat.S_ISREG(st.st_mode):
-        raise CaseError(f"{shown}: link to {kind_of(st.st_mode)}; special files are refused")
+        raise CaseError(f"{shown}: link to {kind_of(st.st_mode)}, not a regular file; special files are refused")
 
 
 def stat_beneath(root: str | Path, relpath: str, *, what: str = "file") -> os.stat_result:
@@ -164,7 +166,7 @@ def stat_beneath(root: str | Path, relpath: str, *, what: str = "file") -> os.st
     shown = f"{Path(root) / relpath}"
     top = _open_top(root, what)
     try:
-        dir_fd, _, st = _resolve(top, _parts(relpath), shown)
+        dir_fd, _, st = _resolve(top, _parts(relpath), shown, f"folder of the {what}")
     finally:
         os.close(top)
     os.close(dir_fd)
@@ -183,7 +185,7 @@ def open_file(root: str | Path, relpath: str, *, what: str = "file") -> int:
     shown = f"{Path(root) / relpath}"
     top = _open_top(root, what)
     try:
-        dir_fd, name, st = _resolve(top, _parts(relpath), shown)
+        dir_fd, name, st = _resolve(top, _parts(relpath), shown, f"folder of the {what}")
     finally:
         os.close(top)
     try:
@@ -254,7 +256,9 @@ def _walk(root_fd: int, top: Path, max_depth: int) -> Iterator[_Entry]:
             stack.append((child, sub, iter(sorted(os.listdir(child)))))
             yield _Entry("dir", fd, sub, st, child)
         else:
-            raise CaseError(f"{top.joinpath(*sub)}: is {kind_of(st.st_mode)}; special files are refused")
+            raise CaseError(
+                f"{top.joinpath(*sub)}: is {kind_of(st.st_mode)}, not a regular file; special files are refused"
+            )
 
 
 class _Budget:
@@ -312,7 +316,7 @@ def walk_folder(
     try:
         for entry in _walk(root_fd, top, max_depth):
             if entry.kind == "link":
-                _check_link(root_fd, entry.parts, str(top.joinpath(*entry.parts)))
+                _check_link(root_fd, entry.parts, str(top.joinpath(*entry.parts)), what)
             if entry.kind != "leave":
                 budget.add(entry)
     except OSError as e:
@@ -390,7 +394,7 @@ def copy_tree(
                 if links == "refuse":
                     raise CaseError(f"{top.joinpath(*entry.parts)}: is a symlink; links are refused in a {what}")
                 if links == "inside":
-                    _check_link(src_fd, entry.parts, str(top.joinpath(*entry.parts)))
+                    _check_link(src_fd, entry.parts, str(top.joinpath(*entry.parts)), what)
                 os.symlink(os.readlink(name, dir_fd=entry.parent_fd), name, dir_fd=out)
                 if owner:
                     os.chown(name, entry.st.st_uid, entry.st.st_gid, dir_fd=out, follow_symlinks=False)

@@ -168,7 +168,7 @@ def _measure(root: Node, source: str) -> None:
         if node.tag not in _JSON_TAGS:
             shown = node.tag.replace("tag:yaml.org,2002:", "!!")
             raise CaseError(
-                f"{source}:{line}: YAML tag {shown} makes a value JSON cannot hold; remove the tag "
+                f"{source}:{line}: invalid YAML: tag {shown} makes a value JSON cannot hold; remove the tag "
                 "(write a list for a set, quote text)"
             )
         if key in active:
