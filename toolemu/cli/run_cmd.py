@@ -12,6 +12,7 @@ from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.render import render_record
 from toolemu.cli.session import build_session
+from toolemu.cli.terminal import echo
 from toolemu.core.outfiles import check_output_path, dump_json, write_new
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs import INFO_STATUS, INFO_STEP, ToolEmuEnv
@@ -40,10 +41,10 @@ def run_command(case_ref: str, out: Path | None, quiet: bool, **opts: object) ->
                              config_hash=session.run_hash, on_step=None if quiet else _progress(env))
     finally:
         env.close()
-    click.echo(scrub_surrogates(render_record(record)))
+    echo(scrub_surrogates(render_record(record)))
     if out is not None:
         write_new(out, dump_json(record, indent=2))
-        click.echo(f"wrote {out}", err=True)
+        echo(f"wrote {out}", err=True)
     if record.status == "error":
         raise SystemExit(2)
 
@@ -58,6 +59,6 @@ def _progress(env: ToolEmuEnv) -> Callable[[Mapping[str, object], float], None]:
             what = f"{step.kind} {call}".strip()
         status = info[INFO_STATUS]
         end = "" if status == "running" else f" -> {status} (evaluation included)"
-        click.echo(f"step {info[INFO_STEP]}/{env.max_steps}: {what}, {seconds:.1f}s{end}", err=True)
+        echo(f"step {info[INFO_STEP]}/{env.max_steps}: {what}, {seconds:.1f}s{end}", err=True)
 
     return show
