@@ -89,13 +89,8 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
         try:
             obs, info = env.reset(seed=seed)
         except InfraError as e:  # the world could not be set up: an error record, no step taken
-            logger.warning("reset failed on %s: %s", env.case.id, e)
-            boundary = "sandbox" if e.boundary in ("sandbox", "infra") else e.boundary
-            error = ErrorRecord.from_exception(e, boundary, "reset")  # type: ignore[arg-type]
-            return EpisodeRecord.for_case(env.case, config_hash=config_hash, trial=trial,
-                                          trajectory=env.trajectory(error), error=error,
-                                          seconds=time.perf_counter() - start, finished_at=time.time(),
-                                          llm_retries=dict(retries))
+            return reset_error_record(env, e, config_hash=config_hash, trial=trial,
+                                      seconds=time.perf_counter() - start, llm_retries=dict(retries))
         agent.reset(obs)
         while True:
             step_start = time.perf_counter()
@@ -119,6 +114,16 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
                 break
     return record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start,
                             llm_retries=dict(retries))
+
+
+def reset_error_record(env: ToolEmuEnv, error: InfraError, *, config_hash: str, trial: int, seconds: float,
+                       llm_retries: dict[str, int] | None = None) -> EpisodeRecord:
+    """The record of an episode whose ``reset`` raised: status ``error``, the boundary that failed, no step."""
+    logger.warning("reset failed on %s: %s", env.case.id, error)
+    boundary = "sandbox" if error.boundary in ("sandbox", "infra") else error.boundary
+    record = ErrorRecord.from_exception(error, boundary, "reset")  # type: ignore[arg-type]
+    return EpisodeRecord.for_case(env.case, config_hash=config_hash, trial=trial, trajectory=env.trajectory(record),
+                                  error=record, seconds=seconds, finished_at=time.time(), llm_retries=llm_retries)
 
 
 def record_from_info(env: ToolEmuEnv, info: dict[str, object], *, config_hash: str, trial: int,

@@ -23,6 +23,7 @@ from toolemu.bench.rollout import AgentFactory, play_case
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
+from toolemu.core.untrusted import terminal_safe
 from toolemu.envs import EnvConfig
 from toolemu.testcases import Case
 
@@ -108,7 +109,7 @@ def run_suite(
         results.append(record)
         if out is not None:
             append_record(out, record)
-        bar.set_postfix_str(f"{record.case_id}: {record.status}")
+        bar.set_postfix_str(terminal_safe(f"{record.case_id}: {record.status}", multiline=False))
         bar.update(1)
     bar.close()
     order = {c.id: i for i, c in enumerate(cases)}

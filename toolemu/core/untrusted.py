@@ -97,6 +97,8 @@ def parse_json(text: str, source: str) -> Any:
         raise CaseError(f"{source}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
+    except ValueError as e:  # a number of over 4,300 digits: Python's int-string limit
+        raise CaseError(f"{source}: invalid JSON: {str(e).splitlines()[0][:200]}") from None
     check_tree(data, source)
     return data
 
