@@ -17,11 +17,11 @@ from toolemu.core.limits import MAX_ACTION_CHARS, MAX_ACTION_NESTING, MAX_FINAL_
 from toolemu.core.types import ToolCall
 from toolemu.core.untrusted import scrub_surrogates
 
-_FINAL_RE = re.compile(r"^\s*Final\s*Answer\s*:", re.IGNORECASE | re.MULTILINE)
-_ACTION_RE = re.compile(r"^\s*Action\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
-_INPUT_RE = re.compile(r"^\s*Action\s*Input\s*:", re.IGNORECASE | re.MULTILINE)
-_THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*", re.IGNORECASE | re.MULTILINE)
-_OBSERVATION_RE = re.compile(r"^\s*Observation\s*:", re.IGNORECASE | re.MULTILINE)
+_FINAL_RE = re.compile(r"^[^\S\n]*Final\s*Answer\s*:", re.IGNORECASE | re.MULTILINE)
+_ACTION_RE = re.compile(r"^[^\S\n]*Action\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
+_INPUT_RE = re.compile(r"^[^\S\n]*Action\s*Input\s*:", re.IGNORECASE | re.MULTILINE)
+_THOUGHT_RE = re.compile(r"^[^\S\n]*Thought\s*:\s*", re.IGNORECASE | re.MULTILINE)
+_OBSERVATION_RE = re.compile(r"^[^\S\n]*Observation\s*:", re.IGNORECASE | re.MULTILINE)
 _TOOL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _BRACKET_RE = re.compile(r"[\[\]{}()]")
 _OPENERS = frozenset("[{(")
