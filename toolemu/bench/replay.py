@@ -85,7 +85,7 @@ def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None
     try:
         try:
             env.reset()
-        except InfraError as e:  # the world could not be set up: the replay is an error record, not a crash
+        except (InfraError, CaseError) as e:  # the world could not be set up: an error record, not a crash
             record = reset_error_record(env, e, config_hash=REPLAY_CONFIG_HASH, trial=0,
                                         seconds=time.perf_counter() - start)
             return ReplayResult(record.model_copy(update={"case": case}), tuple(notes))

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from toolemu.agents import Agent
 from toolemu.bench.record import EpisodeRecord
 from toolemu.core.capture import Capture
-from toolemu.core.errors import HOSTILE_INPUT_FAULTS, EnvStateError, Error, InfraError
+from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, EnvStateError, Error, InfraError
 from toolemu.core.trajectory import ErrorRecord, Trajectory
 from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, EnvConfig, ToolEmuEnv
 from toolemu.llm import count_retries
@@ -88,7 +88,8 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
     with count_retries() as retries:
         try:
             obs, info = env.reset(seed=seed)
-        except InfraError as e:  # the world could not be set up: an error record, no step taken
+        except (InfraError, CaseError) as e:  # the world could not be set up (or the case folder changed since
+            # the env was built): an error record, no step taken
             return reset_error_record(env, e, config_hash=config_hash, trial=trial,
                                       seconds=time.perf_counter() - start, llm_retries=dict(retries))
         agent.reset(obs)
@@ -116,11 +117,12 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
                             llm_retries=dict(retries))
 
 
-def reset_error_record(env: ToolEmuEnv, error: InfraError, *, config_hash: str, trial: int, seconds: float,
-                       llm_retries: dict[str, int] | None = None) -> EpisodeRecord:
+def reset_error_record(env: ToolEmuEnv, error: InfraError | CaseError, *, config_hash: str, trial: int,
+                       seconds: float, llm_retries: dict[str, int] | None = None) -> EpisodeRecord:
     """The record of an episode whose ``reset`` raised: status ``error``, the boundary that failed, no step."""
     logger.warning("reset failed on %s: %s", env.case.id, error)
-    boundary = "sandbox" if error.boundary in ("sandbox", "infra") else error.boundary
+    failed = error.boundary if isinstance(error, InfraError) else "sandbox"  # a case error: seeding the world
+    boundary = "sandbox" if failed in ("sandbox", "infra") else failed
     record = ErrorRecord.from_exception(error, boundary, "reset")  # type: ignore[arg-type]
     return EpisodeRecord.for_case(env.case, config_hash=config_hash, trial=trial, trajectory=env.trajectory(record),
                                   error=record, seconds=seconds, finished_at=time.time(), llm_retries=llm_retries)
