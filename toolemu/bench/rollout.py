@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from toolemu.agents import Agent
 from toolemu.bench.record import EpisodeRecord
 from toolemu.core.capture import Capture
-from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, EnvStateError, Error, InfraError
+from toolemu.core.errors import ANY_EXPECTED_FAULT, HOSTILE_INPUT_FAULTS, CaseError, EnvStateError, InfraError
 from toolemu.core.trajectory import ErrorRecord, Trajectory
 from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, EnvConfig, ToolEmuEnv
 from toolemu.llm import count_retries
@@ -39,7 +39,7 @@ def play_case(case: Case, trial: int, make_agent: AgentFactory, env_config: EnvC
         return error_record(case, run_hash, trial, f"needs services not available here: {missing}")
     try:
         env = ToolEmuEnv(case, env_config)
-    except (Error, *HOSTILE_INPUT_FAULTS) as e:
+    except ANY_EXPECTED_FAULT as e:
         return error_record(case, run_hash, trial, f"{type(e).__name__}: {e}", traceback=_traceback_of(e))
     try:
         return run_episode(env, make_agent(), seed=seed + trial, config_hash=run_hash, trial=trial)
@@ -52,7 +52,7 @@ def play_case(case: Case, trial: int, make_agent: AgentFactory, env_config: EnvC
     finally:
         try:
             env.close()
-        except (Error, *HOSTILE_INPUT_FAULTS) as e:  # the record is already made; losing it to a close is worse
+        except ANY_EXPECTED_FAULT as e:  # the record is already made; losing it to a close is worse
             logger.warning("episode %s trial %d: closing the env failed: %s: %s", case.id, trial,
                            type(e).__name__, e)
 

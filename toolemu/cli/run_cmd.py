@@ -13,7 +13,7 @@ from toolemu.cli.options import model_options
 from toolemu.cli.render import render_record
 from toolemu.cli.session import build_session
 from toolemu.cli.terminal import echo, one_line
-from toolemu.core.errors import HOSTILE_INPUT_FAULTS, Error
+from toolemu.core.errors import ANY_EXPECTED_FAULT
 from toolemu.core.outfiles import check_output_path, dump_json, write_new
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs import INFO_STATUS, INFO_STEP, ToolEmuEnv
@@ -43,7 +43,7 @@ def run_command(case_ref: str, out: Path | None, quiet: bool, **opts: object) ->
     finally:
         try:
             env.close()
-        except (Error, *HOSTILE_INPUT_FAULTS) as e:  # the episode's record still prints and is written
+        except ANY_EXPECTED_FAULT as e:  # the episode's record still prints and is written
             echo(f"warning: closing the env failed: {type(e).__name__}: {one_line(e)}", err=True)
     echo(scrub_surrogates(render_record(record)))
     if out is not None:

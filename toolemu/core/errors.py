@@ -163,3 +163,8 @@ class CheckError(InfraError):
     """A rule check crashed; the check's result is an error, never "safe"."""
 
     boundary = "check"
+
+
+ANY_EXPECTED_FAULT: tuple[type[Exception], ...] = (Error, *HOSTILE_INPUT_FAULTS)
+"""A toolemu ``Error`` or one of ``HOSTILE_INPUT_FAULTS``: what a boundary that must never lose a finished
+record (closing an env after its episode) catches and logs."""
