@@ -314,6 +314,9 @@ class ToolEmuEnv(gym.Env[str, str]):
             self._steps.append(step)
             boundary: Boundary = "llm" if e.boundary == "llm" else "npc"
             return self._finish("error", "", ErrorRecord.from_exception(e, boundary))
+        except HOSTILE_INPUT_FAULTS as e:  # the simulated user's model or prompt broke on the question
+            self._steps.append(step)
+            return self._finish("error", "", ErrorRecord.from_exception(e, "npc", "simulated user"))
         observation = f"User: {self._cut(reply)}"
         self._steps.append(step.model_copy(update={"observation": observation}))
         return self._after_step(observation)
