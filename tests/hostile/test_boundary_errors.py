@@ -24,7 +24,14 @@ import pytest
 import yaml
 
 from tests.formats import require_formats
-from tests.hostile.support import AGENT_ERROR, CLEAR_ERROR, invoke, make_env
+from tests.hostile.support import (
+    AGENT_ERROR,
+    CLEAR_ERROR,
+    GOOD_YAML,
+    assert_refused_everywhere,
+    invoke,
+    make_env,
+)
 from toolemu.agents import Agent, ReActAgent
 from toolemu.bench import run_suite
 from toolemu.bench.process_executor import ProcessOptions
@@ -504,3 +511,22 @@ def test_replay_whose_world_cannot_be_seeded_writes_an_error_record(tmp_path: Pa
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["status"] == "error" and record["reward"] is None
     assert record["error"]["boundary"] == "sandbox" and record["error"]["message"].startswith("reset: ")
+
+
+# ---- case files: numbers past Python's int-string limit ----------------------------------------------------
+
+HUGE_INT_CASES = {
+    "yaml-max-steps-5000-digits": ("case.yaml", GOOD_YAML + "max_steps: " + "9" * 5000 + "\n", "invalid YAML value"),
+    "json-max-steps-5000-digits": ("case.json", json.dumps({**yaml.safe_load(GOOD_YAML), "max_steps": 0}).replace(
+        '"max_steps": 0', '"max_steps": ' + "9" * 5000), "invalid JSON: Exceeds the limit (4300 digits)"),
+}
+
+
+@pytest.mark.parametrize(("name", "text", "fragment"), list(HUGE_INT_CASES.values()),
+                         ids=[f"{CLEAR_ERROR}:{k}" for k in HUGE_INT_CASES])
+def test_case_file_with_a_5000_digit_number_is_refused_everywhere(tmp_path: Path, name: str, text: str,
+                                                                   fragment: str) -> None:
+    folder = tmp_path / "case"
+    folder.mkdir()
+    (folder / name).write_text(text)
+    assert_refused_everywhere(folder / name, fragment, tmp_path)

@@ -9,7 +9,7 @@ import click
 
 from toolemu.cli.main import cli
 from toolemu.cli.terminal import echo
-from toolemu.core.errors import CaseError, ConfigError, Error
+from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError, Error
 from toolemu.core.outfiles import write_replace
 from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
@@ -103,6 +103,8 @@ def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> tuple[lis
         loaded = load_case_file(file)
     except Error as e:
         return [f"FAIL {e}"], []
+    except HOSTILE_INPUT_FAULTS as e:  # one file's fault never stops the validation of the others
+        return [f"FAIL {file}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"], []
     lines: list[str] = []
     good: list[Case] = []
     for case in loaded:

@@ -132,6 +132,8 @@ def parse_yaml(text: str, source: str) -> Any:
         raise CaseError(f"{source}{line}: invalid YAML: {problem}") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
+    except (ValueError, OverflowError) as e:  # an int of over 4,300 digits: Python's int-string limit
+        raise CaseError(f"{source}: invalid YAML value: {str(e).splitlines()[0][:200]}") from None
     finally:
         loader.dispose()
     check_tree(data, source)
