@@ -9,6 +9,7 @@ observation for the agent (``agent-error``); a failure of the host side is the e
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -530,3 +531,12 @@ def test_case_file_with_a_5000_digit_number_is_refused_everywhere(tmp_path: Path
     folder.mkdir()
     (folder / name).write_text(text)
     assert_refused_everywhere(folder / name, fragment, tmp_path)
+
+
+@pytest.mark.hostile("nothing-leaked")
+def test_cli_log_lines_show_escapes_escaped() -> None:
+    from toolemu.cli.terminal import TerminalFormatter
+
+    record = logging.LogRecord("toolemu.x", logging.WARNING, __file__, 1, "case %s failed", (ESCAPES,), None)
+    line = TerminalFormatter("%(levelname)s %(name)s: %(message)s").format(record)
+    assert "\x1b" not in line and "\r" not in line and line.startswith("WARNING toolemu.x: case \\x1b]0;pwned")

@@ -75,10 +75,11 @@ class _Group(click.Group):
 def cli(log_level: str | None) -> None:
     """Safety test cases for LLM tool-use agents, as Gymnasium environments."""
     level = (log_level or os.environ.get("TOOLEMU_LOG") or "WARNING").upper()
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    for handler in logging.getLogger().handlers:  # log lines quote case and model text: escape them too
-        if type(handler.formatter) is logging.Formatter:
-            handler.setFormatter(TerminalFormatter(handler.formatter._fmt))
+    root = logging.getLogger()
+    if not root.handlers:  # as basicConfig: a host that configured logging keeps its handlers
+        logging.basicConfig(level=level)
+        for handler in root.handlers:  # log lines quote case and model text: escape them too
+            handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
 
 
 def _register_commands() -> None:
