@@ -21,6 +21,7 @@ from toolemu.core.capture import Capture
 from toolemu.core.errors import (
     HOSTILE_INPUT_FAULTS,
     ActionParseError,
+    CaseError,
     ConfigError,
     EnvStateError,
     InfraError,
@@ -175,6 +176,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             InfraError: the toolkits or the sandbox could not be set up (a ``SandboxError`` when seeding the
                 world from the case's files raised on the host); the env's ``trajectory()`` then records it
                 with status ``error``, and ``step`` refuses to run until the next ``reset``.
+            CaseError: a file the case names is gone or changed since the env was built; recorded likewise.
         """
         super().reset(seed=seed)
         if seed is not None:
@@ -193,8 +195,11 @@ class ToolEmuEnv(gym.Env[str, str]):
         )
         try:
             self.toolbox.reset(setup)
-        except InfraError as e:
-            self._status, self._error = "error", ErrorRecord.from_exception(e, "sandbox", "reset")
+        except (InfraError, CaseError) as e:  # a CaseError: the case folder changed since the env was built
+            failed = e.boundary if isinstance(e, InfraError) else "sandbox"
+            boundary = failed if failed in ("llm", "emulator", "sandbox", "toolkit", "npc") else "infra"
+            self._status = "error"
+            self._error = ErrorRecord.from_exception(e, boundary, "reset")  # type: ignore[arg-type]
             raise
         except HOSTILE_INPUT_FAULTS as e:  # seeding the world from the case's files failed on the host
             self._status, self._error = "error", ErrorRecord.from_exception(e, "sandbox", "reset")
