@@ -87,12 +87,20 @@ def test_episode_that_kills_every_worker_is_an_error_record_not_a_score(tmp_path
     assert [by_case[c.id].status for c in (cases[0], cases[2])] == ["completed", "completed"]
 
 
-def test_episode_that_raises_in_a_worker_raises_in_the_driver(tmp_path: Path, cases_dir: Path) -> None:
+def test_episode_that_raises_in_a_worker_is_an_error_record_and_the_run_goes_on(tmp_path: Path,
+                                                                                  cases_dir: Path) -> None:
     cases = _cases(cases_dir)
     setup = RaisingSetup(marker=str(tmp_path / "unused.log"), crash_instruction=cases[2].instruction)
-    with pytest.raises(ZeroDivisionError, match="a bug in the agent"):
-        run_suite(cases, _refuser, DRIVER_CONFIG, run_hash="h", out=tmp_path / "r.jsonl", concurrency=2,
-                  progress=False, processes=ProcessOptions(setup=setup, workers=2))
+    out = tmp_path / "r.jsonl"
+    records = run_suite(cases, _refuser, DRIVER_CONFIG, run_hash="h", out=out, concurrency=2,
+                        progress=False, processes=ProcessOptions(setup=setup, workers=2))
+    by_case = {r.case_id: r for r in records}
+    raised = by_case[cases[2].id]
+    assert raised.status == "error" and raised.reward is None and raised.error is not None
+    assert raised.error.boundary == "agent" and raised.error.type == "ZeroDivisionError"
+    assert "a bug in the agent" in raised.error.message and "Traceback" in raised.error.traceback
+    assert [by_case[c.id].status for c in cases[:2]] == ["completed", "completed"]
+    assert len(out.read_text().splitlines()) == len(cases)
 
 
 def test_bench_workers_without_processes_executor_is_a_usage_error(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from click.testing import CliRunner, Result
 import toolemu  # noqa: F401  (registers ToolEmu-v0)
 from toolemu.cli.main import _register_commands, cli
 from toolemu.core.errors import CaseError, Error
+from toolemu.core.untrusted import terminal_safe
 from toolemu.llm import FakeLLM
 
 CLEAR_ERROR = "clear-error"
@@ -122,20 +123,21 @@ def assert_refused_everywhere(path: Path, fragment: str, tmp_path: Path) -> str:
     """The same one-line ``CaseError`` from ``gym.make``, ``cases validate``, ``run`` and ``bench``.
 
     Returns:
-        The message (``gym.make``'s), which the CLI commands must print verbatim.
+        The message (``gym.make``'s), which the CLI commands must print verbatim (control characters escaped).
     """
     with pytest.raises(Error) as info:
         make_env(str(path))
     message = str(info.value)
     assert isinstance(info.value, CaseError), message
     assert fragment in message and "\n" not in message, message
+    shown = terminal_safe(message, multiline=False)  # what the CLI prints: control characters escaped
     validated = invoke("cases", "validate", str(path))
-    assert validated.exit_code == 1 and f"FAIL {message}" in validated.output, validated.output
+    assert validated.exit_code == 1 and f"FAIL {shown}" in validated.output, validated.output
     ran = invoke("run", "--case", str(path), *FAKE_MODELS)
-    assert assert_one_line_error(ran) == message
+    assert assert_one_line_error(ran) == shown
     out = tmp_path / "bench-results.jsonl"
     benched = invoke("bench", "--suite", str(path), *FAKE_MODELS, "--out", str(out))
-    assert assert_one_line_error(benched) == message
+    assert assert_one_line_error(benched) == shown
     assert not out.exists(), "bench wrote a results file for a suite it refused"
     return message
 

@@ -145,7 +145,8 @@ def run_on_processes(todo: Sequence[tuple[Case, int]], options: ProcessOptions, 
 
     Raises:
         ConfigError: a worker could not build the models.
-        BaseException: what an episode raised (a bug in an agent), as on threads.
+        BaseException: what escaped an episode past its error record (``KeyboardInterrupt``, ``SystemExit``);
+            an exception an episode raised is its error record, as on threads.
     """
     if not todo:
         return

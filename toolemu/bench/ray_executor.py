@@ -71,7 +71,7 @@ def run_on_ray(todo: Sequence[tuple[Case, int]], options: RayOptions, *, run_has
 
     A task whose worker died is run again by Ray (``max_task_retries`` times); one that still has no result is
     an error record naming the failure, never a score. An exception raised by the episode itself (a bug in an
-    agent) propagates, as it does on threads.
+    agent) is that episode's error record (``play_case``), as it is on threads.
     """
     if not todo:
         return

@@ -164,11 +164,36 @@ def case_hash(case: Case) -> str:
     """
     content = case.model_dump(mode="json", exclude={"source_dir", "source_file"})
     content["environment"].pop("base_dir", None)
-    blob = json.dumps(content, sort_keys=True, ensure_ascii=False)
+    blob = canonical_json(content)
     if case.source_dir:
         # Files a case points to (python checks, seed sources) are part of it too.
         blob += "".join(_file_digest(Path(case.source_dir), p) for p in _case_files(case))
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def canonical_json(value: object, *, ensure_ascii: bool = False) -> str:
+    """The one JSON text of ``value`` that every process agrees on: what run and case hashes are taken of.
+
+    Keys sorted, ``json``'s default separators (so hashes of earlier results files still match). A ``set``
+    or ``frozenset``, whose iteration order depends on ``PYTHONHASHSEED``, becomes a list sorted by its items'
+    canonical JSON; a tuple is a list. Anything else that is not JSON is shown with ``str`` (a path).
+
+    Examples:
+        >>> canonical_json({"b": frozenset({"y", "x"}), "a": (1, 2.5)})
+        '{"a": [1, 2.5], "b": ["x", "y"]}'
+    """
+    return json.dumps(_canonical(value), sort_keys=True, ensure_ascii=ensure_ascii, default=str)
+
+
+def _canonical(value: object) -> object:
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, set | frozenset):
+        items = [_canonical(v) for v in value]
+        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False, default=str))
+    return value
 
 
 def _case_files(case: Case) -> list[str]:

@@ -20,11 +20,11 @@ from typing import NamedTuple
 
 from toolemu.bench.editor import apply_edit
 from toolemu.bench.record import EpisodeRecord
-from toolemu.bench.rollout import record_from_info
+from toolemu.bench.rollout import record_from_info, reset_error_record
 from toolemu.core.capture import Capture, CapturedCheck, CheckpointScore
-from toolemu.core.errors import CaseError, ConfigError
+from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError, InfraError
 from toolemu.core.limits import MAX_STEPS
-from toolemu.core.trajectory import NpcMessage, Step, Trajectory
+from toolemu.core.trajectory import ErrorRecord, NpcMessage, Step, Trajectory
 from toolemu.core.types import ToolCall
 from toolemu.envs import ToolEmuEnv
 from toolemu.envs.capture import python_jobs
@@ -83,14 +83,23 @@ def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None
     env = ToolEmuEnv(replay_case(case), base.model_copy(update=overrides))
     start = time.perf_counter()
     try:
-        env.reset()
+        try:
+            env.reset()
+        except (InfraError, CaseError) as e:  # the world could not be set up: an error record, not a crash
+            record = reset_error_record(env, e, config_hash=REPLAY_CONFIG_HASH, trial=0,
+                                        seconds=time.perf_counter() - start)
+            return ReplayResult(record.model_copy(update={"case": case}), tuple(notes))
         # The recorded conversation goes into the capture whole; where it sat between steps does not matter
         # there, and a log that stops without `finish` often ends on a message.
         env.record_npc_messages(_chat_messages(log))
         history: dict[str, list[str]] = {}
         info: dict[str, object] | None = None
-        for action in log.actions:
-            text = _action_text(env, action, history, notes, log.final_answer or "")
+        for index, action in enumerate(log.actions):
+            try:
+                text = _action_text(env, action, history, notes, log.final_answer or "")
+            except HOSTILE_INPUT_FAULTS as e:  # the log's edit could not be applied on the host
+                info = env.abort(ErrorRecord.from_exception(e, "infra", f"replaying log action {index}"))
+                break
             if text is None:
                 continue
             _, _, terminated, truncated, info = env.step(text)

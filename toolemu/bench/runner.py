@@ -8,7 +8,6 @@ wins, so ``retry_errors`` appends a fresh attempt after an errored one.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -18,11 +17,19 @@ from tqdm import tqdm
 
 from toolemu.bench.process_executor import ProcessOptions, run_on_processes
 from toolemu.bench.ray_options import RayOptions
-from toolemu.bench.record import EpisodeRecord, append_record, case_hash, drop_truncated_tail, read_records
+from toolemu.bench.record import (
+    EpisodeRecord,
+    append_record,
+    canonical_json,
+    case_hash,
+    drop_truncated_tail,
+    read_records,
+)
 from toolemu.bench.rollout import AgentFactory, play_case
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
+from toolemu.core.untrusted import terminal_safe
 from toolemu.envs import EnvConfig
 from toolemu.testcases import Case
 
@@ -30,14 +37,14 @@ logger = logging.getLogger(__name__)
 
 
 def config_hash(description: dict[str, object]) -> str:
-    """A short stable hash of a run description (models, agent variant, env settings).
+    """A short stable hash of a run description (models, agent variant, env settings), of its canonical JSON
+    (``canonical_json``: the same in every process, sets included).
 
     Examples:
         >>> config_hash({"agent": "fake:x"}) == config_hash({"agent": "fake:x"})
         True
     """
-    blob = json.dumps(description, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    return hashlib.sha256(canonical_json(description, ensure_ascii=True).encode()).hexdigest()[:12]
 
 
 def run_suite(
@@ -108,7 +115,7 @@ def run_suite(
         results.append(record)
         if out is not None:
             append_record(out, record)
-        bar.set_postfix_str(f"{record.case_id}: {record.status}")
+        bar.set_postfix_str(terminal_safe(f"{record.case_id}: {record.status}", multiline=False))
         bar.update(1)
     bar.close()
     order = {c.id: i for i, c in enumerate(cases)}

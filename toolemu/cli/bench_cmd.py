@@ -14,6 +14,7 @@ from toolemu.bench.suite import select_cases
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.session import SessionRecipe, build_session
+from toolemu.cli.terminal import echo
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
 from toolemu.rewards.metrics import compute_metrics, render_summary
@@ -69,10 +70,10 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
         n = min(workers or default_workers(), concurrency)
         processes = ProcessOptions(setup=SessionRecipe.of(opts, concurrency=-(-concurrency // n)), workers=n)
         shown = f"{n} worker processes"
-    click.echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash}, {shown})", err=True)
+    echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash}, {shown})", err=True)
     records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
                         trials=trials, concurrency=concurrency, seed=int(opts["seed"]),  # type: ignore[call-overload]
                         retry_errors=retry_errors, ray=ray, processes=processes)
-    click.echo(render_summary(compute_metrics(records)))
-    click.echo(summarise_retries(records))
+    echo(render_summary(compute_metrics(records)))
+    echo(summarise_retries(records))
 

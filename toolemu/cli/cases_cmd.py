@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from toolemu.cli.main import cli
-from toolemu.core.errors import CaseError, ConfigError, Error
+from toolemu.cli.terminal import echo
+from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError, Error
 from toolemu.core.outfiles import write_replace
 from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
@@ -37,8 +38,8 @@ def list_cmd() -> None:
     for case in builtin_cases():
         category = case.risk_category.value if case.risk_category else "-"
         intent = case.intent.value if case.intent else "-"
-        click.echo(f"{case.id:38} {category:30} {intent:26} {','.join(case.toolkits):28} {case.title}")
-    click.echo(f"{len(builtin_case_ids())} cases")
+        echo(f"{case.id:38} {category:30} {intent:26} {','.join(case.toolkits):28} {case.title}")
+    echo(f"{len(builtin_case_ids())} cases")
 
 
 @cases.command("import-toolemu")
@@ -61,10 +62,10 @@ def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> 
     """Convert ToolEmu CASES_JSON (and its toolkits) into case files."""
     report = import_toolemu(cases_json, toolkits_json, out_dir)
     for case_id, file in report.cases:
-        click.echo(f"case    {case_id:30} {file}")
+        echo(f"case    {case_id:30} {file}")
     for name, file in report.toolkits:
-        click.echo(f"toolkit {name:30} {file}")
-    click.echo(f"wrote {len(report.cases)} cases and {len(report.toolkits)} toolkits to {out_dir}")
+        echo(f"toolkit {name:30} {file}")
+    echo(f"wrote {len(report.cases)} cases and {len(report.toolkits)} toolkits to {out_dir}")
 
 
 @cases.command("import-oas")
@@ -86,12 +87,12 @@ def import_oas_cmd(tasks_dir: Path, out_dir: Path, strict: bool) -> None:
 
     report = import_oas(tasks_dir, out_dir, strict=False)
     for case_id, path in report.imported:
-        click.echo(f"imported {case_id:34} {path}")
+        echo(f"imported {case_id:34} {path}")
     for task, reason in report.skipped:
-        click.echo(f"skipped  {task:34} {reason}")
+        echo(f"skipped  {task:34} {reason}")
     for task, reason in report.failed:
-        click.echo(f"failed   {task:34} {reason}")
-    click.echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed")
+        echo(f"failed   {task:34} {reason}")
+    echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed")
     if strict and report.failed:
         raise SystemExit(1)
 
@@ -102,6 +103,8 @@ def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> tuple[lis
         loaded = load_case_file(file)
     except Error as e:
         return [f"FAIL {e}"], []
+    except HOSTILE_INPUT_FAULTS as e:  # one file's fault never stops the validation of the others
+        return [f"FAIL {file}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"], []
     lines: list[str] = []
     good: list[Case] = []
     for case in loaded:
@@ -180,11 +183,11 @@ def validate_cmd(path: Path | None, strict: bool, no_replay: bool) -> None:
             runs, classified = runs + n, classified + ok
             lines[lines.index(f"OK   {case.id}")] = line
     for line in lines:
-        click.echo(line)
+        echo(line)
     failed = sum(line.startswith("FAIL") for line in lines)
     if runs:
-        click.echo(f"reference runs: {classified} of {runs} classified as labelled ({100 * classified / runs:.1f}%)")
-    click.echo(f"{len(lines) - failed} ok, {failed} failed")
+        echo(f"reference runs: {classified} of {runs} classified as labelled ({100 * classified / runs:.1f}%)")
+    echo(f"{len(lines) - failed} ok, {failed} failed")
     if failed or not lines:
         raise SystemExit(1)
 
@@ -197,12 +200,12 @@ def schema_cmd(out_file: Path | None, toolkit: bool) -> None:
     model = ToolkitSpec if toolkit else Case
     text = json.dumps(model.model_json_schema(), indent=2) + "\n"
     if out_file is None:
-        click.echo(text, nl=False)
+        echo(text, nl=False)
         return
     if out_file.is_file() and not _is_schema_file(out_file):
         raise ConfigError(f"--out {out_file}: exists and is not a JSON schema; refusing to overwrite it")
     write_replace(out_file, text)
-    click.echo(f"wrote {out_file}")
+    echo(f"wrote {out_file}")
 
 
 def _is_schema_file(path: Path) -> bool:

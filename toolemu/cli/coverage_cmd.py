@@ -8,6 +8,7 @@ import click
 
 from toolemu.bench.coverage import coverage, render_coverage
 from toolemu.cli.cases_cmd import cases
+from toolemu.cli.terminal import echo
 from toolemu.testcases import Case, builtin_cases, load_cases
 from toolemu.testcases.similarity import NEAR_DUPLICATE_THRESHOLD, NGRAM, closest_pairs
 
@@ -21,7 +22,7 @@ def _cases(path: Path | None) -> list[Case]:
 def stats_cmd(path: Path | None) -> None:
     """Print what the cases in PATH (default: the built-in suite) cover: seeds, variants and twins, the grids
     risk category x intent and risk category x tool type, and cases per toolkit (Markdown tables)."""
-    click.echo(render_coverage(coverage(_cases(path))), nl=False)
+    echo(render_coverage(coverage(_cases(path))), nl=False)
 
 
 @cases.command("similar")
@@ -35,8 +36,8 @@ def similar_cmd(path: Path | None, top: int, threshold: float) -> None:
     pairs = closest_pairs(_cases(path), top=top)
     for pair in pairs:
         mark = "NEAR-DUPLICATE" if pair.score >= threshold else "ok"
-        click.echo(f"{pair.score:.3f}  {pair.first}  {pair.second}  {mark}")
+        echo(f"{pair.score:.3f}  {pair.first}  {pair.second}  {mark}")
     dupes = sum(p.score >= threshold for p in pairs)
-    click.echo(f"{NGRAM}-gram Jaccard, threshold {threshold:.2f}: {dupes} near-duplicate pair(s) among the top {top}")
+    echo(f"{NGRAM}-gram Jaccard, threshold {threshold:.2f}: {dupes} near-duplicate pair(s) among the top {top}")
     if dupes:
         raise SystemExit(1)

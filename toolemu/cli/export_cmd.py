@@ -8,6 +8,7 @@ import click
 
 from toolemu.bench import read_records
 from toolemu.cli.main import cli
+from toolemu.cli.terminal import echo
 from toolemu.training.export import DEFAULT_MIN_HELPFULNESS, export_records
 
 
@@ -30,10 +31,10 @@ def export_command(results: tuple[Path, ...], sft: Path | None, dpo: Path | None
                if config_filter is None or r.config_hash == config_filter]
     summary = export_records(records, sft=sft, dpo=dpo, variant=None if variant == "none" else variant,  # type: ignore[arg-type]
                              min_helpfulness=min_helpfulness)
-    click.echo(f"records: {summary.records}  errored (skipped): {summary.errored}  "
+    echo(f"records: {summary.records}  errored (skipped): {summary.errored}  "
                f"safe and helpful: {summary.safe_helpful}")
     if sft is not None:
-        click.echo(f"SFT: {summary.sft_rows} conversations -> {sft}")
+        echo(f"SFT: {summary.sft_rows} conversations -> {sft}")
     if dpo is not None:
         unpaired = ", ".join(summary.cases_without_pair) or "none"
-        click.echo(f"DPO: {summary.dpo_rows} pairs -> {dpo} (cases without a safe/unsafe pair: {unpaired})")
+        echo(f"DPO: {summary.dpo_rows} pairs -> {dpo} (cases without a safe/unsafe pair: {unpaired})")

@@ -9,6 +9,7 @@ import click
 from toolemu.bench.judge_check import check_judges
 from toolemu.bench.suite import select_cases
 from toolemu.cli.main import cli
+from toolemu.cli.terminal import echo
 from toolemu.core.limits import MAX_CONCURRENCY
 from toolemu.core.outfiles import check_output_path
 from toolemu.envs import EnvConfig
@@ -53,14 +54,14 @@ def check_command(judge_model: str | None, emulator_model: str | None, suite: st
     cache = Path(cache_dir) if cache_dir else None
     judge = resolve_model(judge_model, base_url=base_url, api_key=api_key, cache_dir=cache)
     emulator = resolve_model(emulator_model, base_url=base_url, api_key=api_key, cache_dir=cache)
-    click.echo(f"   judges: {describe_model(judge)}\n emulator: {describe_model(emulator)}", err=True)
+    echo(f"   judges: {describe_model(judge)}\n emulator: {describe_model(emulator)}", err=True)
     config = EnvConfig(emulator_model=emulator, judge_model=judge, npc_model=emulator,
                        evaluation=EvaluationConfig(safety_scales=scales or ("toolemu", "oas")))  # type: ignore[arg-type]
     card = check_judges(cases, config, judge_model=judge.name, suite=suite, concurrency=concurrency)
-    click.echo(render_card(card))
+    echo(render_card(card))
     if out is not None:
         save_judge_card(card, out)
-        click.echo(f"wrote {out}", err=True)
+        echo(f"wrote {out}", err=True)
 
 
 def render_card(card: JudgeCard) -> str:

@@ -9,7 +9,8 @@ import sys
 
 import click
 
-from toolemu.core.errors import Error
+from toolemu.cli.terminal import TerminalFormatter, echo, one_line
+from toolemu.core.errors import HOSTILE_INPUT_FAULTS, Error
 
 # Help printed for a bare group (``toolemu cases``) is raised as a usage error; it stays click's to print.
 _NO_ARGS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
@@ -27,9 +28,17 @@ def _usage_line(e: click.UsageError) -> str:
     return " ".join(e.format_message().split())
 
 
+def _first_line(e: BaseException) -> str:
+    """An exception's message, cut to its first line (pydantic's span several), with how many lines followed."""
+    text = str(e).strip() or type(e).__name__
+    first, *rest = text.splitlines()
+    return f"{first} (+{len(rest)} more lines)" if rest else first
+
+
 class _Group(click.Group):
-    """Prints a ``toolemu.Error`` or a usage error as one line (``error: ...``) and exits 1; other exceptions
-    keep their traceback."""
+    """Prints a ``toolemu.Error``, a usage error, or an ``OSError``/``ValueError``/``RecursionError``/
+    ``OverflowError`` (``HOSTILE_INPUT_FAULTS``) as one line (``error: ...``, control characters escaped) and
+    exits 1; other exceptions keep their traceback."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: object) -> click.Context:
@@ -38,19 +47,25 @@ class _Group(click.Group):
         except _NO_ARGS_HELP:
             raise
         except click.UsageError as e:
-            click.echo(f"error: {_usage_line(e)}", err=True)
+            echo(f"error: {one_line(_usage_line(e))}", err=True)
             sys.exit(1)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except Error as e:
-            click.echo(f"error: {e}", err=True)
+            echo(f"error: {one_line(e)}", err=True)
+            sys.exit(1)
+        except HOSTILE_INPUT_FAULTS as e:
+            # What a hostile case, task folder or results file made the library raise outside every episode:
+            # one line, with the traceback kept in the log for a bug report.
+            logging.getLogger(__name__).debug("%s failed", ctx.info_name, exc_info=True)
+            echo(f"error: {type(e).__name__}: {one_line(_first_line(e))}", err=True)
             sys.exit(1)
         except _NO_ARGS_HELP:
             raise
         except click.UsageError as e:
-            click.echo(f"error: {_usage_line(e)}", err=True)
+            echo(f"error: {one_line(_usage_line(e))}", err=True)
             sys.exit(1)
 
 
@@ -60,7 +75,11 @@ class _Group(click.Group):
 def cli(log_level: str | None) -> None:
     """Safety test cases for LLM tool-use agents, as Gymnasium environments."""
     level = (log_level or os.environ.get("TOOLEMU_LOG") or "WARNING").upper()
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    if not root.handlers:  # as basicConfig: a host that configured logging keeps its handlers
+        logging.basicConfig(level=level)
+        for handler in root.handlers:  # log lines quote case and model text: escape them too
+            handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
 
 
 def _register_commands() -> None:

@@ -7,6 +7,7 @@ import importlib.metadata
 import click
 
 from toolemu.cli.main import cli
+from toolemu.cli.terminal import echo
 from toolemu.core.errors import BuildError
 from toolemu.llm.embedded import MODELS, cache_dir, model_path, model_status
 from toolemu.llm.llama_build import REBUILD_COMMAND, scan_installed
@@ -32,21 +33,21 @@ def _runtime() -> str:
 @click.option("--assemble", is_flag=True, help="Join, verify and cache installed models not assembled yet.")
 def models_cmd(assemble: bool) -> None:
     """List the packaged models (use them as llama:<key>), whether they are installed, and their files."""
-    click.echo(f"runtime: {_runtime()}")
-    click.echo(f"model cache: {cache_dir()}")
+    echo(f"runtime: {_runtime()}")
+    echo(f"model cache: {cache_dir()}")
     for key, model in MODELS.items():
         if assemble and model_status(key).installed:
             model_path(key)
         status = model_status(key)
-        click.echo(f"\nllama:{key}  {model.title}  [{'installed' if status.installed else 'not installed'}]")
+        echo(f"\nllama:{key}  {model.title}  [{'installed' if status.installed else 'not installed'}]")
         if not status.installed:
             every = len(status.missing) == len(model.distributions) > 1
             missing = f"all {len(model.distributions)} packages" if every else ", ".join(status.missing)
-            click.echo(f"  missing: {missing}")
-            click.echo(f"  install: {model.install_command}")
+            echo(f"  missing: {missing}")
+            echo(f"  install: {model.install_command}")
         elif status.path is None or not status.exists:
-            click.echo(f"  file:    {status.path} (not assembled yet: `toolemu models --assemble` or first use)")
+            echo(f"  file:    {status.path} (not assembled yet: `toolemu models --assemble` or first use)")
         else:
             size = f"{(status.size or 0) / 2**20:.1f} MiB"
             checked = "sha256 verified" if status.verified else "sha256 not verified yet (checked on first use)"
-            click.echo(f"  file:    {status.path} ({size}, {checked})")
+            echo(f"  file:    {status.path} ({size}, {checked})")

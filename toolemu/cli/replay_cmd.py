@@ -18,6 +18,7 @@ from toolemu.bench.replay import (
 )
 from toolemu.cli.cases_cmd import cases
 from toolemu.cli.main import cli
+from toolemu.cli.terminal import echo
 from toolemu.core.errors import CaseError
 from toolemu.core.outfiles import check_output_path
 from toolemu.core.untrusted import load_data
@@ -44,9 +45,9 @@ def report(result: ReplayResult, released: Path | None) -> None:
            f"{rule_verdict(record)}"
     if released is not None:
         line += f"; released verdict: {released_verdict(read_released(released))}"
-    click.echo(line)
+    echo(line)
     for note in result.notes:
-        click.echo(f"  note: {note}", err=True)
+        echo(f"  note: {note}", err=True)
 
 
 @cli.command("replay")
@@ -66,7 +67,7 @@ def replay_command(run_log: Path, case_ref: str, out: Path | None, released: Pat
     report(result, released or released_beside(run_log))
     if out is not None:
         append_record(out, result.record)
-        click.echo(f"wrote {out}", err=True)
+        echo(f"wrote {out}", err=True)
 
 
 @cases.command("import-openhands")
@@ -90,4 +91,4 @@ def import_openhands_command(run_log: Path, case_ref: str, out: Path, released: 
     result = import_log(case, log, released=data, released_source=str(released or ""))
     report(result, released)
     append_record(out, result.record)
-    click.echo(f"wrote {out}", err=True)
+    echo(f"wrote {out}", err=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from toolemu.cli.main import cli
+from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.reports import compare_runs, find_judge_cards, load_runs, render_comparison, write_page, write_report
 from toolemu.reports.runs import Run
@@ -34,14 +35,14 @@ def report_command(runs: tuple[Path, ...], configs: tuple[str, ...], out: Path |
     if out is None:
         for run in loaded:
             if len(loaded) > 1:
-                click.echo(f"== {run.label} (config {run.config_hash})")
+                echo(f"== {run.label} (config {run.config_hash})")
             if run.superseded:
-                click.echo(f"({run.superseded} earlier record(s) superseded by a later one of the same case and "
+                echo(f"({run.superseded} earlier record(s) superseded by a later one of the same case and "
                            "trial: retried errors or edited cases)")
-            click.echo(render_summary(compute_metrics(run.records)))
+            echo(render_summary(compute_metrics(run.records)))
         return
     files = write_report(loaded, out, cards=find_judge_cards(runs, card_files))
-    click.echo(f"wrote {files.markdown} and {len(files.figures)} figure(s) for {len(loaded)} run(s)")
+    echo(f"wrote {files.markdown} and {len(files.figures)} figure(s) for {len(loaded)} run(s)")
 
 
 def _one_run(path: Path, config: str | None, which: str) -> Run:
@@ -61,7 +62,7 @@ def _one_run(path: Path, config: str | None, which: str) -> Run:
 def compare_command(a: Path, b: Path, config_a: str | None, config_b: str | None) -> None:
     """Differences B - A on the (case, trial) pairs both runs have, with paired bootstrap CIs."""
     run_a, run_b = _one_run(a, config_a, "A"), _one_run(b, config_b, "B")
-    click.echo(render_comparison(run_a, run_b, compare_runs(run_a, run_b)))
+    echo(render_comparison(run_a, run_b, compare_runs(run_a, run_b)))
 
 
 @cli.command("view")
@@ -73,4 +74,4 @@ def compare_command(a: Path, b: Path, config_a: str | None, config_b: str | None
 def view_command(runs: tuple[Path, ...], configs: tuple[str, ...], out: Path, title: str) -> None:
     """One self-contained HTML page (works offline) to filter and read the episodes of results files."""
     n = write_page(load_runs(runs, configs), out, title=title)
-    click.echo(f"wrote {out} ({n} episodes)")
+    echo(f"wrote {out} ({n} episodes)")

@@ -9,6 +9,7 @@ import click
 from toolemu.bench.rescore import RescoreScope, rescore_file, rescore_hash
 from toolemu.bench.run_info import RunInfo, load_run_info, save_run_info
 from toolemu.cli.main import cli
+from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.llm import describe_model, resolve_model
 from toolemu.rewards.evaluation import EvaluationConfig, Judges, build_judges
@@ -37,12 +38,12 @@ def rescore_command(results: Path, out: Path, judge_model: str | None, rules_onl
     if not rules_only:
         model = resolve_model(judge_model, base_url=base_url, api_key=api_key,
                               cache_dir=Path(cache_dir) if cache_dir else None)
-        click.echo(f"   judges: {describe_model(model)}", err=True)
+        echo(f"   judges: {describe_model(model)}", err=True)
         judges = build_judges(evaluation, model)
     records = rescore_file(results, out, judges, evaluation, only_config=config_filter)
     _describe(results, out, judges, {r.config_hash for r in records})
-    click.echo(f"re-scored {len(records)} episode(s) -> {out} (config {records[0].config_hash})", err=True)
-    click.echo(render_summary(compute_metrics(records)))
+    echo(f"re-scored {len(records)} episode(s) -> {out} (config {records[0].config_hash})", err=True)
+    echo(render_summary(compute_metrics(records)))
 
 
 def _describe(results: Path, out: Path, judges: Judges | None, new_hashes: set[str]) -> None:

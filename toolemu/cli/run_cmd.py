@@ -12,6 +12,8 @@ from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.render import render_record
 from toolemu.cli.session import build_session
+from toolemu.cli.terminal import echo, one_line
+from toolemu.core.errors import ANY_EXPECTED_FAULT
 from toolemu.core.outfiles import check_output_path, dump_json, write_new
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs import INFO_STATUS, INFO_STEP, ToolEmuEnv
@@ -39,11 +41,14 @@ def run_command(case_ref: str, out: Path | None, quiet: bool, **opts: object) ->
         record = run_episode(env, session.make_agent(), seed=int(opts["seed"]),  # type: ignore[call-overload]
                              config_hash=session.run_hash, on_step=None if quiet else _progress(env))
     finally:
-        env.close()
-    click.echo(scrub_surrogates(render_record(record)))
+        try:
+            env.close()
+        except ANY_EXPECTED_FAULT as e:  # the episode's record still prints and is written
+            echo(f"warning: closing the env failed: {type(e).__name__}: {one_line(e)}", err=True)
+    echo(scrub_surrogates(render_record(record)))
     if out is not None:
         write_new(out, dump_json(record, indent=2))
-        click.echo(f"wrote {out}", err=True)
+        echo(f"wrote {out}", err=True)
     if record.status == "error":
         raise SystemExit(2)
 
@@ -58,6 +63,6 @@ def _progress(env: ToolEmuEnv) -> Callable[[Mapping[str, object], float], None]:
             what = f"{step.kind} {call}".strip()
         status = info[INFO_STATUS]
         end = "" if status == "running" else f" -> {status} (evaluation included)"
-        click.echo(f"step {info[INFO_STEP]}/{env.max_steps}: {what}, {seconds:.1f}s{end}", err=True)
+        echo(f"step {info[INFO_STEP]}/{env.max_steps}: {what}, {seconds:.1f}s{end}", err=True)
 
     return show

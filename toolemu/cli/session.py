@@ -7,12 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-import click
-
 from toolemu.agents import Agent, ReActAgent
 from toolemu.bench import config_hash
 from toolemu.bench.rollout import AgentFactory
 from toolemu.bench.run_info import RunInfo
+from toolemu.cli.terminal import echo
 from toolemu.envs import EnvConfig
 from toolemu.envs.tool_use_env import ENV_VERSION
 from toolemu.llm import ChatModel, describe_model, resolve_model
@@ -60,7 +59,7 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
     for role, model in (("agent", agent), ("emulator", emulator), ("npcs", npc), ("judges", judge)):
         shown = describe_model(model) if model is not None else "none (rule checks only)"
         if not quiet:
-            click.echo(f"{role:>9}: {shown}", err=True)
+            echo(f"{role:>9}: {shown}", err=True)
     env_config = EnvConfig(
         emulator_model=emulator,
         judge_model=judge,

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from toolemu.bench.suite import select_cases
+from toolemu.cli.terminal import echo
 from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_STEPS
@@ -28,7 +29,7 @@ def _env_config(opts: dict[str, object]) -> EnvConfig:
     emulator = resolve(opts["emulator_model"])
     judge = None if rules_only else resolve(opts["judge_model"])
     for role, model in (("emulator", emulator), ("judges", judge)):
-        click.echo(f"{role:>9}: {describe_model(model) if model else 'none (rule checks only)'}", err=True)
+        echo(f"{role:>9}: {describe_model(model) if model else 'none (rule checks only)'}", err=True)
     evaluate = {"full": True, "rules": "rules", "auto": "auto"}[str(opts["evaluate"])]
     return EnvConfig(emulator_model=emulator, judge_model=judge, npc_model=emulator,
                      evaluate=evaluate, max_steps=opts["max_steps"])  # type: ignore[arg-type]
@@ -82,7 +83,7 @@ def grpo_command(model_path: Path, out: Path, suite: str, case_ids: tuple[str, .
     cases = select_cases(suite, case_ids)
     env_config = _env_config(opts)
     policy = TransformersChatModel(model_path, device=device, dtype=dtype)
-    click.echo(f"   policy: {policy.name} on {device}; {len(cases)} cases -> {out}", err=True)
+    echo(f"   policy: {policy.name} on {device}; {len(cases)} cases -> {out}", err=True)
     server = sync = None
     if rollout_base_url is not None:
         server = OpenAICompatModel(str(rollout_model), base_url=rollout_base_url, api_key=opts["api_key"])  # type: ignore[arg-type]
@@ -93,4 +94,4 @@ def grpo_command(model_path: Path, out: Path, suite: str, case_ids: tuple[str, .
         if resume is not None:
             trainer.resume(resume)
         trainer.train()
-    click.echo(f"wrote {out / f'checkpoint-{trainer.step:06d}'}", err=True)
+    echo(f"wrote {out / f'checkpoint-{trainer.step:06d}'}", err=True)

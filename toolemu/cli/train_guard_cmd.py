@@ -11,6 +11,7 @@ from toolemu.agents import ReActAgent
 from toolemu.bench import ToolEmuSuiteEnv, select_cases
 from toolemu.cli.options import training_model_options
 from toolemu.cli.session import build_session
+from toolemu.cli.terminal import echo
 from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import check_output_path
@@ -61,11 +62,11 @@ def guard_command(suite: str, case_ids: tuple[str, ...], limit: int | None, out:
                         GuardConfig(k=k, raise_on_error=raise_on_error))
 
     seed = int(opts["seed"])  # type: ignore[call-overload]
-    click.echo(f"training on {len(cases)} cases, {timesteps} steps, K={k} ({proposer} proposals)", err=True)
+    echo(f"training on {len(cases)} cases, {timesteps} steps, K={k} ({proposer} proposals)", err=True)
     model = train_guard(guard_env(True), GuardTrainConfig(timesteps=timesteps, masked=masked, seed=seed))
     save_guard(model, out, SavedGuard(guard=GuardConfig(k=k), embedder=encoder or "hashing", dim=embedder.dim,
                                       masked=masked))
-    click.echo(f"policy saved to {out} ({sidecar_path(out).name} beside it)", err=True)
+    echo(f"policy saved to {out} ({sidecar_path(out).name} beside it)", err=True)
     comparison = compare_guard(guard_env(False), sb3_policy(model, masked=masked), [c.id for c in cases],
                                trials=eval_trials, seed=seed + 1)
-    click.echo(render_comparison(comparison))
+    echo(render_comparison(comparison))

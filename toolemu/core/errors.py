@@ -14,6 +14,17 @@ class Error(Exception):
     """Base class of every exception toolemu raises on purpose."""
 
 
+HOSTILE_INPUT_FAULTS: tuple[type[Exception], ...] = (OSError, ValueError, RecursionError, OverflowError)
+"""What untrusted input (a case, a task folder, an agent's action, what the agent left in the sandbox) can make
+library code raise besides a toolemu ``Error``: ``OSError`` (``shutil.Error`` too: a file that cannot be read,
+copied or listed), ``ValueError`` (pydantic's ``ValidationError``, ``UnicodeError``, Python's 4,300-digit
+int-string limit), ``RecursionError`` (nesting too deep) and ``OverflowError`` (``float(10**400)``).
+
+Only the named boundaries catch these (a tool call, an episode's capture and scoring, ``reset``, a bench
+worker, one task of an import, a CLI command), each turning them into a typed error record with the
+traceback; anything else is a bug and keeps its traceback."""
+
+
 class ConfigError(Error):
     """Raised when a configuration value (model spec, flag, env var) is missing or invalid."""
 
@@ -152,3 +163,8 @@ class CheckError(InfraError):
     """A rule check crashed; the check's result is an error, never "safe"."""
 
     boundary = "check"
+
+
+ANY_EXPECTED_FAULT: tuple[type[Exception], ...] = (Error, *HOSTILE_INPUT_FAULTS)
+"""A toolemu ``Error`` or one of ``HOSTILE_INPUT_FAULTS``: what a boundary that must never lose a finished
+record (closing an env after its episode) catches and logs."""

@@ -20,10 +20,22 @@ def strip_fences(text: str) -> str:
     return fenced.group(1).strip() if fenced else text
 
 
+_SCAN_BUDGET_FACTOR = 4
+"""``_first_json_object`` reads at most this many times the text's length in all: each unclosed ``{`` restarts
+the scan, so a crafted reply (100 unclosed braces in 1 MB) would otherwise cost 50 million steps."""
+
+
 def _first_json_object(text: str) -> str | None:
-    """Returns the first balanced ``{...}`` span, honouring strings, or ``None``."""
+    """Returns the first balanced ``{...}`` span, honouring strings, or ``None``.
+
+    Raises:
+        ValueError: the scan used up its budget (``_SCAN_BUDGET_FACTOR`` times the text's length).
+    """
+    budget = _SCAN_BUDGET_FACTOR * len(text) + 10_000
     start = text.find("{")
     while start != -1:
+        if budget < 0:
+            raise ValueError(f"no balanced JSON object found: too many unclosed braces in {len(text):,} characters")
         depth, in_str, quote, escape = 0, False, "", False
         for i in range(start, len(text)):
             ch = text[i]
@@ -42,6 +54,7 @@ def _first_json_object(text: str) -> str | None:
                 depth -= 1
                 if depth == 0:
                     return text[start : i + 1]
+        budget -= len(text) - start  # this scan read to the end without closing
         start = text.find("{", start + 1)
     return None
 

@@ -30,6 +30,9 @@ MAX_OBSERVATION_CHARS = 1_000_000
 """Largest ``max_observation_chars`` (the observation space's bound)."""
 MAX_ACTION_CHARS = 1_000_000
 """Longest agent action (the action space's bound); a longer one is a parse error for the agent."""
+MAX_ACTION_NESTING = 100
+"""Deepest nesting of brackets (``{`` ``[`` ``(``) in an agent action; a deeper one is a parse error for the
+agent, checked before any JSON or literal parsing (a 1.4 KB action nested 600 deep overflows Python's stack)."""
 MAX_FINAL_ANSWER_CHARS = 100_000
 """Longest final answer; a longer one is a parse error for the agent, never a scored answer."""
 MAX_TRIALS = 10_000
@@ -42,3 +45,11 @@ MAX_FOLDER_BYTES = 256 * 1024 * 1024
 """Most bytes of regular files in such a folder (a sparse file counts at its full size)."""
 MAX_FOLDER_DEPTH = 32
 """Deepest folder nesting in such a folder, and in a seed file's path."""
+MAX_NPCS = 50
+"""Most NPCs one case (or one imported OAS task) may declare."""
+MAX_BROADCAST_REPLIES = 10
+"""Most NPCs that answer one ``ChatBroadcast`` (each answer is a model call); the others are listed as not
+having answered, so one broadcast costs a bounded number of model calls."""
+RULE_REGEX_TIMEOUT_S = 1.0
+"""Time limit of one rule-check regex search over agent text (commands, messages, final answer, arguments,
+file text); a search past it is an error for that check, never "safe"."""

@@ -29,11 +29,18 @@ class Pushiness(StrEnum):
     HIGH = "high"
 
 
+NPC_NAME_PATTERN = r"^[^\s,:\x00-\x1f\x7f][^,:\x00-\x1f\x7f]*$"
+"""An NPC name: no comma or colon (chat lines are ``Name: text``, lists are comma-separated), no control
+character (a newline would start a forged chat line), not starting with a space."""
+NPC_NAME_MAX_CHARS = 80
+"""Longest NPC name."""
+
+
 class NpcSpec(Frozen):
     """A simulated coworker the agent can chat with (the ``Chat`` toolkit)."""
 
-    name: str = Field(min_length=1, max_length=80, pattern=r"^[^\s,:][^\n,:]*$")
-    """How the agent addresses them (one line, no comma or colon)."""
+    name: str = Field(min_length=1, max_length=NPC_NAME_MAX_CHARS, pattern=NPC_NAME_PATTERN)
+    """How the agent addresses them (one line, no comma, colon or control character)."""
     profile: str = ""
     """Who they are: role, manner, public information. The agent sees the first line in the people list."""
     goal: str = ""

@@ -34,10 +34,12 @@ class ErrorRecord(Frozen):
     """Formatted traceback, for debugging."""
 
     @classmethod
-    def from_exception(cls, exc: BaseException, boundary: Boundary) -> ErrorRecord:
-        """Builds a record from a caught exception."""
+    def from_exception(cls, exc: BaseException, boundary: Boundary, context: str = "") -> ErrorRecord:
+        """Builds a record from a caught exception; ``context`` (what was being done) prefixes the message."""
         tb = "".join(_traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return cls(type=type(exc).__name__, message=str(exc), boundary=boundary, traceback=tb)
+        message = str(exc) or type(exc).__name__
+        return cls(type=type(exc).__name__, message=f"{context}: {message}" if context else message,
+                   boundary=boundary, traceback=tb)
 
 
 class Step(Frozen):

@@ -114,6 +114,8 @@ def parse_json(text: str, source: str) -> Any:
         raise CaseError(f"{source}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
+    except ValueError as e:  # a number of over 4,300 digits: Python's int-string limit
+        raise CaseError(f"{source}: invalid JSON: {str(e).splitlines()[0][:200]}") from None
     check_tree(data, source)
     return data
 
@@ -149,6 +151,8 @@ def parse_yaml(text: str, source: str) -> Any:
         raise CaseError(f"{source}{line}: invalid YAML: {problem}") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
+    except (ValueError, OverflowError) as e:  # an int of over 4,300 digits: Python's int-string limit
+        raise CaseError(f"{source}: invalid YAML value: {str(e).splitlines()[0][:200]}") from None
     finally:
         loader.dispose()
     check_tree(data, source)
@@ -318,3 +322,34 @@ def scrub_surrogates(text: str) -> str:
         return text
     # Through UTF-16: an adjacent high/low pair becomes the character it encodes, a lone half U+FFFD.
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+_BIDI_CONTROLS = (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
+"""Embeddings, overrides and isolates (``U+202A``-``U+202E``, ``U+2066``-``U+2069``) and the direction marks:
+they reorder what the operator reads (Trojan Source)."""
+_TERMINAL_ESCAPES: dict[int, str] = {
+    **{c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F)},
+    **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},  # C1 controls: 0x9b is a one-byte CSI on some terminals
+    **{c: f"\\u{c:04x}" for c in _BIDI_CONTROLS},
+    **{c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)},  # lone surrogates cannot be written to a terminal
+}
+_MULTILINE_ESCAPES = {c: v for c, v in _TERMINAL_ESCAPES.items() if c not in (0x0A, 0x09)}
+
+
+def terminal_safe(text: str, *, multiline: bool = True) -> str:
+    """``text`` with every control character shown escaped, for printing on an operator's terminal.
+
+    Agent, model, case and tool text reaches the CLI's output; raw, an ``ESC`` sequence could retitle the
+    window, rewrite earlier lines or hide text, a ``CR`` overwrite a line, ``BEL`` ring. Escaped: C0 controls
+    and ``DEL``, C1 controls, bidi overrides and isolates, lone surrogates. With ``multiline`` (the default)
+    ``\\n`` and ``\\t`` are kept; without, they are escaped too, so the text stays on one line.
+
+    Examples:
+        >>> terminal_safe("ok\\x1b]0;pwned\\x07\\rdone\\n")
+        'ok\\\\x1b]0;pwned\\\\x07\\\\x0ddone\\n'
+        >>> terminal_safe("a\\nb\\u202e", multiline=False)
+        'a\\\\x0ab\\\\u202e'
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return text.translate(_MULTILINE_ESCAPES if multiline else _TERMINAL_ESCAPES)

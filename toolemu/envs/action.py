@@ -13,16 +13,18 @@ from pydantic import JsonValue
 
 from toolemu.core.errors import ActionParseError
 from toolemu.core.jsontext import parse_json_object, strip_fences
-from toolemu.core.limits import MAX_ACTION_CHARS, MAX_FINAL_ANSWER_CHARS
+from toolemu.core.limits import MAX_ACTION_CHARS, MAX_ACTION_NESTING, MAX_FINAL_ANSWER_CHARS
 from toolemu.core.types import ToolCall
 from toolemu.core.untrusted import scrub_surrogates
 
-_FINAL_RE = re.compile(r"^\s*Final\s*Answer\s*:", re.IGNORECASE | re.MULTILINE)
-_ACTION_RE = re.compile(r"^\s*Action\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
-_INPUT_RE = re.compile(r"^\s*Action\s*Input\s*:", re.IGNORECASE | re.MULTILINE)
-_THOUGHT_RE = re.compile(r"^\s*Thought\s*:\s*", re.IGNORECASE | re.MULTILINE)
-_OBSERVATION_RE = re.compile(r"^\s*Observation\s*:", re.IGNORECASE | re.MULTILINE)
+_FINAL_RE = re.compile(r"^[^\S\n]*Final\s*Answer\s*:", re.IGNORECASE | re.MULTILINE)
+_ACTION_RE = re.compile(r"^[^\S\n]*Action\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
+_INPUT_RE = re.compile(r"^[^\S\n]*Action\s*Input\s*:", re.IGNORECASE | re.MULTILINE)
+_THOUGHT_RE = re.compile(r"^[^\S\n]*Thought\s*:\s*", re.IGNORECASE | re.MULTILINE)
+_OBSERVATION_RE = re.compile(r"^[^\S\n]*Observation\s*:", re.IGNORECASE | re.MULTILINE)
 _TOOL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_BRACKET_RE = re.compile(r"[\[\]{}()]")
+_OPENERS = frozenset("[{(")
 _ACTION_FINAL_RE = re.compile(r"^[`'\"]?Final\s*Answer[`'\"]?\s*(?::|$)", re.IGNORECASE)
 """``Action: Final Answer: ...``: small models often write the final answer as if it were a tool."""
 
@@ -71,6 +73,32 @@ def _parse_json_form(text: str) -> ParsedAction | None:
     return ParsedAction("tool", thought_s, ToolCall(tool=name, arguments=args), None)
 
 
+def nests_deeper_than(text: str, limit: int) -> bool:
+    """Whether ``{`` ``[`` ``(`` nest more than ``limit`` deep anywhere in ``text`` (a stray closer counts as none).
+
+    Linear in ``len(text)`` and stops at the first level past ``limit``. Quotes are not honoured, so a bracket
+    inside a string counts too: what matters is a bound on what the JSON and literal parsers, which recurse,
+    are ever given.
+
+    Examples:
+        >>> nests_deeper_than('{"a": [1, (2)]}', 2), nests_deeper_than('{"a": [1, (2)]}', 3)
+        (True, False)
+        >>> nests_deeper_than("))((", 1)
+        True
+    """
+    if sum(text.count(c) for c in _OPENERS) <= limit:
+        return False
+    depth = 0
+    for m in _BRACKET_RE.finditer(text):
+        if m.group() in _OPENERS:
+            depth += 1
+            if depth > limit:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
 def _thought(text: str, end: int) -> str | None:
     m = _THOUGHT_RE.search(text[:end])
     if m:
@@ -94,12 +122,14 @@ def action_text(action: object) -> str:
 def parse_action(text: object) -> ParsedAction:
     """Parses one agent turn.
 
-    Policy (README "Input policy"): an action must be a ``str`` of at most ``MAX_ACTION_CHARS`` characters
-    and a final answer at most ``MAX_FINAL_ANSWER_CHARS``; anything else is an ``ActionParseError``, which
+    Policy (README "Input policy"): an action must be a ``str`` of at most ``MAX_ACTION_CHARS`` characters,
+    with brackets nested at most ``MAX_ACTION_NESTING`` deep (checked before any parsing), and a final answer
+    at most ``MAX_FINAL_ANSWER_CHARS``; anything else is an ``ActionParseError``, which
     the env shows the agent as an error observation (DESIGN §4: bad actions never raise from ``step``).
 
     Raises:
-        ActionParseError: the text is neither a tool call nor a final answer, is not a string, or is too long;
+        ActionParseError: the text is neither a tool call nor a final answer, is not a string, is too long or
+            too deeply nested;
             the message teaches the format.
 
     Examples:
@@ -120,7 +150,17 @@ def parse_action(text: object) -> ParsedAction:
         raise ActionParseError(
             f"Your reply is {len(text):,} characters; the limit is {MAX_ACTION_CHARS:,}. Reply more briefly."
         )
-    parsed = _parse_text(scrub_surrogates(text))
+    if nests_deeper_than(text, MAX_ACTION_NESTING):
+        raise ActionParseError(
+            f"Your reply nests brackets more than {MAX_ACTION_NESTING} deep; the limit is {MAX_ACTION_NESTING}. "
+            "Send flatter arguments."
+        )
+    try:
+        parsed = _parse_text(scrub_surrogates(text))
+    except RecursionError:  # the depth bound above should make this unreachable; never let it escape step()
+        raise ActionParseError(
+            f"Your reply is nested too deeply to parse (limit {MAX_ACTION_NESTING}). Send flatter arguments."
+        ) from None
     if parsed.final_answer is not None and len(parsed.final_answer) > MAX_FINAL_ANSWER_CHARS:
         raise ActionParseError(
             f"Your final answer is {len(parsed.final_answer):,} characters; the limit is "

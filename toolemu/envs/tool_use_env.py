@@ -19,11 +19,14 @@ from pydantic import ValidationError
 
 from toolemu.core.capture import Capture
 from toolemu.core.errors import (
+    HOSTILE_INPUT_FAULTS,
     ActionParseError,
+    CaseError,
     ConfigError,
     EnvStateError,
     InfraError,
     NotRegisteredError,
+    SandboxError,
     ToolCallError,
 )
 from toolemu.core.render import render_tool_specs
@@ -167,7 +170,14 @@ class ToolEmuEnv(gym.Env[str, str]):
     # -- Gymnasium API -------------------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
-        """Starts a fresh episode and returns the instruction with the tool list."""
+        """Starts a fresh episode and returns the instruction with the tool list.
+
+        Raises:
+            InfraError: the toolkits or the sandbox could not be set up (a ``SandboxError`` when seeding the
+                world from the case's files raised on the host); the env's ``trajectory()`` then records it
+                with status ``error``, and ``step`` refuses to run until the next ``reset``.
+            CaseError: a file the case names is gone or changed since the env was built; recorded likewise.
+        """
         super().reset(seed=seed)
         if seed is not None:
             self._seed = seed
@@ -183,7 +193,17 @@ class ToolEmuEnv(gym.Env[str, str]):
             seed=self._seed,
             npcs=case.npcs,
         )
-        self.toolbox.reset(setup)
+        try:
+            self.toolbox.reset(setup)
+        except (InfraError, CaseError) as e:  # a CaseError: the case folder changed since the env was built
+            failed = e.boundary if isinstance(e, InfraError) else "sandbox"
+            boundary = failed if failed in ("llm", "emulator", "sandbox", "toolkit", "npc") else "infra"
+            self._status = "error"
+            self._error = ErrorRecord.from_exception(e, boundary, "reset")  # type: ignore[arg-type]
+            raise
+        except HOSTILE_INPUT_FAULTS as e:  # seeding the world from the case's files failed on the host
+            self._status, self._error = "error", ErrorRecord.from_exception(e, "sandbox", "reset")
+            raise SandboxError(f"case `{case.id}`: reset failed: {type(e).__name__}: {e}") from e
         self._user = None
         if case.user is not None and self.models.user is not None:
             self._user = SimulatedUser(case.user, case.instruction, self.models.user, seed=self._seed)
@@ -240,6 +260,11 @@ class ToolEmuEnv(gym.Env[str, str]):
             self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
                                     tool_call=call, outcome="errored", observation=""))
             return self._finish("error", "", ErrorRecord.from_exception(e, boundary))  # type: ignore[arg-type]
+        except HOSTILE_INPUT_FAULTS as e:  # the tool's host side broke (a file helper, a copy): not the agent's
+            logger.warning("episode %s: tool %s raised %s: %s", self.case.id, call.tool, type(e).__name__, e)
+            self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
+                                    tool_call=call, outcome="errored", observation=""))
+            return self._finish("error", "", ErrorRecord.from_exception(e, "toolkit", f"tool call {call.tool}"))
         observation = self._cut(result.observation)
         self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
                                 tool_call=call, outcome="executed", observation=observation,
@@ -294,6 +319,9 @@ class ToolEmuEnv(gym.Env[str, str]):
             self._steps.append(step)
             boundary: Boundary = "llm" if e.boundary == "llm" else "npc"
             return self._finish("error", "", ErrorRecord.from_exception(e, boundary))
+        except HOSTILE_INPUT_FAULTS as e:  # the simulated user's model or prompt broke on the question
+            self._steps.append(step)
+            return self._finish("error", "", ErrorRecord.from_exception(e, "npc", "simulated user"))
         observation = f"User: {self._cut(reply)}"
         self._steps.append(step.model_copy(update={"observation": observation}))
         return self._after_step(observation)
@@ -365,11 +393,23 @@ class ToolEmuEnv(gym.Env[str, str]):
                                           messages=[*self._npc_messages, *self.toolbox.messages()])
             except InfraError as e:
                 error = ErrorRecord.from_exception(e, "sandbox")
+            except HOSTILE_INPUT_FAULTS as e:  # what the agent left broke the snapshot (a deep tree, a bad file)
+                logger.warning("episode %s: capture raised %s: %s", self.case.id, type(e).__name__, e)
+                error = ErrorRecord.from_exception(e, "sandbox", "episode capture")
         if error is not None:
             self.toolbox.stop()  # an errored episode leaves no process running either
             self._status, self._error = "error", error
             capture = capture.model_copy(update={"trajectory": self.trajectory(error)})
-        evaluation = self._score(capture) if error is None else None
+        evaluation = None
+        if error is None:
+            try:
+                evaluation = self._score(capture)
+            except HOSTILE_INPUT_FAULTS as e:  # a captured value no score can hold (a final_score of 10**400)
+                logger.warning("episode %s: scoring raised %s: %s", self.case.id, type(e).__name__, e)
+                error = ErrorRecord.from_exception(e, "check", "scoring")
+                self.toolbox.stop()
+                self._status, self._error = "error", error
+                capture = capture.model_copy(update={"trajectory": self.trajectory(error)})
         # NaN, not 0: an unevaluated or errored episode has no reward, and NaN cannot pass for one.
         reward = math.nan
         if evaluation is not None and evaluation.reward is not None:

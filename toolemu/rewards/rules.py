@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import regex
+
 from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import CheckError
+from toolemu.core.limits import RULE_REGEX_TIMEOUT_S
 from toolemu.core.trajectory import FileRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen, ToolCall
 from toolemu.testcases.schema import (
@@ -144,13 +146,43 @@ def _patterns(check: Check) -> Iterator[str]:
         yield check.args_pattern
 
 
-def _compile(pattern: str, case: Case, cid: str) -> re.Pattern[str]:
+def _compile(pattern: str, case: Case, cid: str) -> _Regex:
     try:
-        return re.compile(pattern)
-    except re.error as e:
+        return _Regex(regex.compile(pattern, regex.VERSION0), case, cid)
+    except regex.error as e:
         raise CheckError(
             f"case `{case.id}`, check `{cid}`: invalid regex {pattern!r}: {e}; fix the pattern in the case"
         ) from e
+
+
+class _Regex:
+    """A case's pattern, searched on the host over agent text with a time limit (``RULE_REGEX_TIMEOUT_S``).
+
+    The agent writes the text a case's pattern is matched against (its commands, messages, final answer, tool
+    arguments, files), so it can pick text on which a backtracking pattern takes O(n^3) or worse; the search
+    runs in the ``regex`` engine (``re``'s syntax, ``VERSION0``), which stops at the limit. A search that
+    stops is an error for the check, never "did not match".
+    """
+
+    __slots__ = ("_case", "_cid", "_pattern")
+
+    def __init__(self, pattern: regex.Pattern[str], case: Case, cid: str) -> None:
+        self._pattern, self._case, self._cid = pattern, case, cid
+
+    def search(self, text: str) -> regex.Match[str] | None:
+        """The first match in ``text``, or ``None``.
+
+        Raises:
+            CheckError: the search ran past ``RULE_REGEX_TIMEOUT_S``.
+        """
+        try:
+            return self._pattern.search(text, timeout=RULE_REGEX_TIMEOUT_S)
+        except TimeoutError:
+            raise CheckError(
+                f"case `{self._case.id}`, check `{self._cid}`: regex /{self._pattern.pattern[:80]}/ ran past "
+                f"{RULE_REGEX_TIMEOUT_S:g}s on {len(text):,} characters of agent text; the check is an error, "
+                "not safe (make the pattern linear: no nested or overlapping repeats)"
+            ) from None
 
 
 def _norm_path(path: str, case: Case, cid: str) -> str:

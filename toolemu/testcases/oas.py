@@ -13,6 +13,7 @@ others.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import shutil
@@ -24,8 +25,9 @@ import yaml
 from pydantic import Field, ValidationError
 
 from toolemu.core import safefs
-from toolemu.core.errors import CaseError, ConfigError
-from toolemu.core.limits import MAX_SEED_FILE_BYTES
+from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError
+from toolemu.core.limits import MAX_NPCS, MAX_SEED_FILE_BYTES
+from toolemu.core.people import NPC_NAME_MAX_CHARS, NPC_NAME_PATTERN
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
 from toolemu.core.untrusted import parse_json, parse_yaml, read_text
 from toolemu.testcases.policy import enforce_case_policy
@@ -44,11 +46,16 @@ CHAT_TOOLKIT = "Chat"
 EVALUATOR_CHECK_ID = "oas-evaluator"
 """Id of the Python check made from ``utils/evaluator.py``."""
 
+_NUMBER = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
 _HEADER_RE = re.compile(
-    r"^#{1,6}\s*checkpoint\s*(\d+)\s*[:.-]?\s*\(\s*(\d+(?:\.\d+)?)\s*(?:pts?|points?)\s*\)",
+    rf"^#{{1,6}}\s*checkpoint\s*(\d+)\s*[:.-]?\s*\(\s*({_NUMBER})\s*(?:pts?|points?)\s*\)",
     re.IGNORECASE | re.MULTILINE,
 )
-_TOTAL_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:pts?|points?)\s+in\s+total", re.IGNORECASE)
+_TOTAL_RE = re.compile(rf"({_NUMBER})\s*(?:pts?|points?)\s+in\s+total", re.IGNORECASE)
+MAX_CHECKPOINT_NUMBER_DIGITS = 6
+"""Longest checkpoint number (``## Checkpoint 123456``); a longer one is a malformed task."""
+MAX_CHECKPOINT_POINTS = 1_000_000.0
+"""Most points one checkpoint (or a stated total) may carry; more, or a non-finite value, is a malformed task."""
 
 
 class OasCheckpoint(NamedTuple):
@@ -99,13 +106,38 @@ def parse_checkpoints(text: str, *, source: str = "checkpoints.md") -> ParsedChe
         end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
         body = text[match.end() : end]
         body = body.split("\n", 1)[1] if "\n" in body else ""
-        checkpoints.append(OasCheckpoint(int(match.group(1)), float(match.group(2)), body.strip()))
+        number = _checkpoint_number(match.group(1), source, i)
+        checkpoints.append(OasCheckpoint(number, _points(match.group(2), source, f"checkpoint {number}"), body.strip()))
     total_match = _TOTAL_RE.search(text[: headers[0].start()]) or _TOTAL_RE.search(text)
-    total = float(total_match.group(1)) if total_match else None
+    total = _points(total_match.group(1), source, "the stated total") if total_match else None
     stated = sum(c.points for c in checkpoints)
     if total is not None and total != stated:
         logger.warning("%s: stated total %g differs from the checkpoints' sum %g", source, total, stated)
     return ParsedCheckpoints(total, tuple(checkpoints))
+
+
+def _checkpoint_number(digits: str, source: str, index: int) -> int:
+    # Checked before int(): Python refuses to convert more than 4,300 digits (a ValueError, not a CaseError).
+    if len(digits) > MAX_CHECKPOINT_NUMBER_DIGITS:
+        raise CaseError(
+            f"{source}: checkpoint header {index + 1}: number `{digits[:12]}...` has {len(digits):,} digits; "
+            f"at most {MAX_CHECKPOINT_NUMBER_DIGITS} (number the checkpoints 1, 2, ...)"
+        )
+    return int(digits)
+
+
+def _points(text: str, source: str, what: str) -> float:
+    shown = text if len(text) <= 24 else f"{text[:20]}..."
+    try:
+        value = float(text)
+    except (ValueError, OverflowError):  # float() of a long digit string is inf, but never trust it
+        value = math.inf
+    if not math.isfinite(value) or value > MAX_CHECKPOINT_POINTS:
+        raise CaseError(
+            f"{source}: {what}: points `{shown}` is not a finite number of points up to "
+            f"{MAX_CHECKPOINT_POINTS:g}; write e.g. `(1pt)`"
+        )
+    return value
 
 
 def case_id_for(task_name: str) -> str:
@@ -134,7 +166,9 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
         src: A task folder (holding ``task.md``) or a folder of task folders.
         out: Folder to write case folders into (created if needed; its parent must exist).
         strict: Raise on the first malformed task, before writing anything; ``False`` imports every good task
-            and reports each malformed one in ``failed``.
+            and reports each malformed one in ``failed`` (one line naming the task folder, the file and the
+            field), an ``OSError``, ``ValueError``, ``RecursionError`` or ``OverflowError`` from its files
+            included.
 
     Returns:
         The imported, skipped and failed tasks.
@@ -170,15 +204,42 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
         except CaseError as e:
             if strict:
                 raise
-            report.failed.append((task.name, str(e)))
+            report.failed.append((task.name, _one_line(str(e))))
+        except HOSTILE_INPUT_FAULTS as e:  # one task's files broke a reader: that task fails, the rest go on
+            if strict:
+                raise CaseError(_fault_reason(task, e)) from e
+            logger.debug("OAS task %s failed", task, exc_info=True)
+            report.failed.append((task.name, _fault_reason(task, e)))
     for task, case in planned.values():
         try:
             report.imported.append((task.name, _write_case(task, case, out)))
         except CaseError as e:
             if strict:
                 raise
-            report.failed.append((task.name, str(e)))
+            report.failed.append((task.name, _one_line(str(e))))
+        except HOSTILE_INPUT_FAULTS as e:  # a copy failed (shutil.Error, a deep tree): cases already written stay
+            if strict:
+                raise CaseError(_fault_reason(task, e)) from e
+            logger.debug("OAS task %s: writing failed", task, exc_info=True)
+            report.failed.append((task.name, _fault_reason(task, e)))
     return report
+
+
+def _one_line(text: str) -> str:
+    """A reason on one line: a multi-line message keeps its first line and says how many followed."""
+    first, *rest = text.strip().splitlines() or [""]
+    return f"{first} (+{len(rest)} more lines)" if rest else first
+
+
+def _fault_reason(task: Path, error: BaseException) -> str:
+    """A failed task's reason for an exception no reader turned into a ``CaseError``: the task folder, the
+    file when the exception names one, and what went wrong, on one line."""
+    where = f"{task}"
+    filename = getattr(error, "filename", None)
+    if isinstance(filename, str | os.PathLike):
+        where += f": {filename}"
+    shown = _one_line(str(error) or type(error).__name__)
+    return f"{where}: {type(error).__name__}: {shown[:300]}"
 
 
 def _plan_task(task: Path, report: OasImportReport) -> Case | None:
@@ -307,19 +368,44 @@ def read_npcs(task: Path) -> tuple[NpcSpec, ...]:
         if not isinstance(section, dict) or not all(isinstance(v, dict) for v in section.values()):
             raise CaseError(f"{path}: `{name}` must map each person's name to an object")
     setting = str(data.get("environment") or "").strip()
+    names = list(dict.fromkeys([*profiles, *scenarios]))
+    if len(names) > MAX_NPCS:
+        raise CaseError(f"{path}: agent_profiles/scenarios: {len(names):,} people; a task may declare at most "
+                        f"{MAX_NPCS} NPCs")
     npcs = []
-    for name in list(dict.fromkeys([*profiles, *scenarios])):
+    for name in names:
+        section = "agent_profiles" if name in profiles else "scenarios"
+        _check_npc_name(name, path, section)
         prof, scen = profiles.get(name, {}), scenarios.get(name, {})
-        npcs.append(
-            NpcSpec(
-                name=name,
-                profile=_profile_text(name, prof, setting),
-                goal=str(scen.get("goal") or ""),
-                extra_info=str(scen.get("extra_info") or ""),
-                strategy_hint=str(scen.get("strategy_hint") or ""),
+        try:
+            npcs.append(
+                NpcSpec(
+                    name=name,
+                    profile=_profile_text(name, prof, setting),
+                    goal=str(scen.get("goal") or ""),
+                    extra_info=str(scen.get("extra_info") or ""),
+                    strategy_hint=str(scen.get("strategy_hint") or ""),
+                )
             )
-        )
+        except ValidationError as e:
+            first = e.errors()[0]
+            raise CaseError(f"{path}: {section}.{name!r}: {first['loc'][0] if first['loc'] else 'npc'}: "
+                            f"{first['msg']}") from None
     return tuple(npcs)
+
+
+def _check_npc_name(name: str, path: Path, section: str) -> None:
+    """An NPC name as ``NpcSpec`` takes it, refused with a one-line ``CaseError`` naming file and field."""
+    shown = repr(name) if len(name) <= 40 else repr(name[:40]) + "..."
+    if not name.strip():
+        problem = "is empty"
+    elif len(name) > NPC_NAME_MAX_CHARS:
+        problem = f"is {len(name):,} characters; at most {NPC_NAME_MAX_CHARS}"
+    elif not re.match(NPC_NAME_PATTERN, name):
+        problem = "holds a comma, a colon or a control character, or starts with a space"
+    else:
+        return
+    raise CaseError(f"{path}: {section}: NPC name {shown} {problem}; rename the person (e.g. `Ethan`)")
 
 
 def _profile_text(key: str, prof: dict[str, object], setting: str) -> str:

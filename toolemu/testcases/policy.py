@@ -18,6 +18,7 @@ from toolemu.core.errors import CaseError
 from toolemu.core.limits import (
     MAX_CASE_TEXT_CHARS,
     MAX_INSTRUCTION_CHARS,
+    MAX_NPCS,
     MAX_SEED_CONTENT_CHARS,
     MAX_SEED_FILE_BYTES,
     MAX_STEPS,
@@ -59,6 +60,8 @@ def check_case_text(case: Case, source: str | None = None) -> None:
     where = _where(case, source)
     if not case.instruction.strip():
         raise CaseError(f"{where}: instruction: empty; say what the user asks the agent")
+    if len(case.npcs) > MAX_NPCS:
+        raise CaseError(f"{where}: npcs: {len(case.npcs):,} NPCs; a case may declare at most {MAX_NPCS}")
     data = case.model_dump(mode="python", exclude={"source_dir", "source_file"})
     data.get("environment", {}).pop("base_dir", None)
     total = 0

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 
 from toolemu.core.errors import EnvStateError, ToolCallError
+from toolemu.core.limits import MAX_BROADCAST_REPLIES
 from toolemu.core.people import NpcSpec
 from toolemu.core.trajectory import NpcMessage, Step
 from toolemu.core.types import ParamSpec, ReturnSpec, ToolCall, ToolkitSpec, ToolSpec
@@ -122,7 +123,19 @@ class ChatToolkit:
         if call.tool == "ChatSendMessage":
             replies = [self._exchange(self._role(str(call.arguments.get("to", ""))), text, "MESSAGE")]
         elif call.tool == "ChatBroadcast":
-            replies = [self._exchange(self._roles[n.name.casefold()], text, "BROADCAST") for n in self._npcs]
+            return self._broadcast(text)
         else:
             raise EnvStateError(f"the Chat toolkit was asked to run foreign tool {call.tool}")
         return ToolResult(observation=json.dumps({"replies": replies}, ensure_ascii=False))
+
+    def _broadcast(self, text: str) -> ToolResult:
+        """Everyone gets the message (and it is recorded for each); only the first ``MAX_BROADCAST_REPLIES``
+        people, in the case's order, answer, so one broadcast costs a bounded number of model calls."""
+        answering, silent = self._npcs[:MAX_BROADCAST_REPLIES], self._npcs[MAX_BROADCAST_REPLIES:]
+        replies = [self._exchange(self._roles[n.name.casefold()], text, "BROADCAST") for n in answering]
+        for npc in silent:
+            self.messages.append(NpcMessage(npc=npc.name, direction="to_npc", content=text))
+        result: dict[str, object] = {"replies": replies}
+        if silent:
+            result["not_answered"] = [n.name for n in silent]
+        return ToolResult(observation=json.dumps(result, ensure_ascii=False))
