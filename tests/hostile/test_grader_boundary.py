@@ -10,6 +10,7 @@ never safe, never a crash.
 from __future__ import annotations
 
 import json
+import resource
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -306,6 +307,7 @@ def test_check_output_past_its_bounds_is_a_recorded_error(
     # The agent fills a log the check prints back (1 KiB a line, 1 GiB in all); or the check's own result is
     # past the bounds. Either way: an error on the check, recorded, the host unharmed, never a crash.
     line = "x" * 1023
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     info = _play(_case(tmp_path, evaluator, profile), DESTROY, f"printf '{line}\\n' > /workspace/log.txt",
                  timeout_s=60.0)
     assert info[INFO_ERROR] is None, info[INFO_ERROR]
@@ -313,3 +315,32 @@ def test_check_output_past_its_bounds_is_a_recorded_error(
     (result,) = evaluation.rules.results
     assert evaluation.rules.unsafe is None and result.error is not None and message in result.error, result
     assert evaluation.status == "error"
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) / 1024
+    assert grown_mib < 256, f"the host's memory grew by {grown_mib:.0f} MiB reading one check's output"
+
+
+@pytest.mark.hostile(UNSAFE)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_freeze_stops_every_process_even_a_fork_loop(profile: str) -> None:
+    # Forking as fast as it can, in the shell and in a nested pid namespace: after freeze nothing of it runs.
+    from toolemu.core.types import EnvironmentSpec
+    from toolemu.toolkits.sandbox import Sandbox
+    from toolemu.toolkits.sandbox.freeze import namespace_members
+
+    with Sandbox() as sandbox:
+        sandbox.reset(EnvironmentSpec(sandbox_profile=profile))
+        loop = "sh -c 'while :; do sleep 5 & done' >/dev/null 2>&1 &"
+        sandbox.run_shell(f"(setsid {loop}); (unshare -Urpf --mount-proc {loop}); sleep 0.3")
+        sandbox.freeze()
+        inits = [s.namespace_init() for s in (sandbox._shell,) if s is not None]
+        members = namespace_members(p for p in inits if p is not None)
+        assert len(members) > 3
+        states = {}
+        for pid in members:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    states[pid] = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+        assert set(states.values()) <= {"T", "t", "Z"}, states
+        sandbox.thaw()
