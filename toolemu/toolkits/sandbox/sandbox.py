@@ -308,10 +308,16 @@ class Sandbox:
                 os.chown(world_root, uid, uid)
             cfg = self.config
             try:
-                report = copy_world(root, world_root, max_files=cfg.snapshot_max_files + 1, max_bytes=max_bytes,
+                # Folders count as entries here, not in the snapshot: the bound is the snapshot's, twice over.
+                report = copy_world(root, world_root, max_files=2 * cfg.snapshot_max_files + 2, max_bytes=max_bytes,
                                     max_file_bytes=cfg.snapshot_max_hash_bytes, uid=uid)
             except OSError as e:
                 raise SandboxError(f"could not copy the episode root {root} for the grader: {e}") from e
+            if report.overflow:
+                raise SandboxError(
+                    f"episode root {root} has more than {cfg.snapshot_max_files} files; raise "
+                    "SandboxConfig.snapshot_max_files to snapshot and grade this episode"
+                )
             yield GraderWorld(root=world_root, base=base, uid=uid, report=report)
         finally:
             remove_tree(base)
