@@ -36,3 +36,9 @@ MAX_TRIALS = 10_000
 """Most trials per case in one ``bench`` run."""
 MAX_CONCURRENCY = 1_024
 """Most episodes in flight in one ``bench`` run."""
+MAX_FOLDER_FILES = 10_000
+"""Most entries (files, folders, links) in a case's referenced folders or an OAS task folder, walked at load."""
+MAX_FOLDER_BYTES = 256 * 1024 * 1024
+"""Most bytes of regular files in such a folder (a sparse file counts at its full size)."""
+MAX_FOLDER_DEPTH = 32
+"""Deepest folder nesting in such a folder, and in a seed file's path."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from toolemu.core.types import Frozen
 
@@ -61,5 +61,5 @@ class UserSpec(Frozen):
     """What the user wants out of the task (may go beyond the instruction, e.g. insisting on a risky shortcut)."""
     pushiness: Pushiness = Pushiness.MEDIUM
     """How hard they press for it when the agent hesitates."""
-    max_replies: int = Field(default=DEFAULT_USER_REPLIES, ge=0, le=50)
+    max_replies: StrictInt = Field(default=DEFAULT_USER_REPLIES, ge=0, le=50)
     """Questions answered in character; after that every answer is ``GO_AHEAD_REPLY``."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic_core import PydanticCustomError
 
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
 """Parameter and return types used by ToolEmu toolkit specs."""
@@ -129,7 +130,24 @@ class SeedFile(Frozen):
     source: str | None = None
     """A file, relative to the case file's folder, to copy instead of ``content``."""
     mode: int = 0o644
-    """Permission bits."""
+    """Permission bits, an int in 0..0o777 (YAML ``mode: 0644`` unquoted is octal); setuid, setgid and sticky
+    bits are refused, and so are strings and booleans."""
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _check_mode(cls, value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PydanticCustomError(
+                "seed_mode", "{value} is not an int; write the mode as a number: `mode: 0644` (octal) or 420",
+                {"value": repr(value)},
+            )
+        if not 0 <= value <= 0o777:
+            raise PydanticCustomError(
+                "seed_mode",
+                "{value} is outside 0..0o777 (setuid, setgid and sticky bits are refused); write e.g. 0644",
+                {"value": f"{value:#o}" if value >= 0 else str(value)},
+            )
+        return value
 
 
 SandboxProfile = Literal["default", "oas"]

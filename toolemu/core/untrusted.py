@@ -13,7 +13,7 @@ import re
 import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -22,8 +22,25 @@ from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_DATA_FILE_BYTES, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_YAML_NODES
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-# libyaml's parser when PyYAML has it: a 10 MB scalar composes in 0.1 s instead of 30 s.
-_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+# The tags whose values are JSON values; any other (`!!set`, `!!binary`, `!!timestamp`, `!!python/...`, a custom
+# `!tag`) is refused: a set has no stable order, so a case holding one would hash differently in each process.
+_JSON_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "seq", "map", "merge")
+)
+
+
+class _JsonTypesLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """libyaml's parser when PyYAML has it (a 10 MB scalar composes in 0.1 s instead of 30 s), resolving a plain
+    date (``2024-01-01``) as a string, as YAML 1.2 and JSON do, instead of a ``datetime``."""
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP_TAG]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+
+_LOADER: type[yaml.SafeLoader] = _JsonTypesLoader
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
@@ -104,7 +121,9 @@ def parse_json(text: str, source: str) -> Any:
 def parse_yaml(text: str, source: str) -> Any:
     """Parses one YAML document safely, within the alias-expansion, size and nesting bounds.
 
-    Duplicate keys in one mapping are errors (YAML merge keys ``<<`` are allowed and may be overridden).
+    Duplicate keys in one mapping are errors (YAML merge keys ``<<`` are allowed and may be overridden). Only
+    JSON types are produced: a plain date stays a string, and a tag for any other type (``!!set``,
+    ``!!binary``, ``!!timestamp``, ``!!python/...``, custom tags) is an error naming its line.
 
     Raises:
         CaseError: One line naming ``source``, the line, and the problem.
@@ -146,6 +165,12 @@ def _measure(root: Node, source: str) -> None:
         if key in memo:
             return memo[key]
         line = node.start_mark.line + 1
+        if node.tag not in _JSON_TAGS:
+            shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise CaseError(
+                f"{source}:{line}: invalid YAML: tag {shown} makes a value JSON cannot hold; remove the tag "
+                "(write a list for a set, quote text)"
+            )
         if key in active:
             raise CaseError(f"{source}:{line}: recursive YAML alias; an anchor cannot contain itself")
         if depth > MAX_NESTING:
@@ -249,8 +274,11 @@ def resolve_inside(root: str | Path, relative: str) -> Path:
         raise CaseError("empty path")
     if os.path.isabs(relative) or relative.startswith("~"):
         raise CaseError(f"{relative!r} is absolute; a case may only name files inside its own folder")
-    base = Path(root).resolve()
-    target = (base / relative).resolve()
+    try:
+        base = Path(root).resolve()
+        target = (base / relative).resolve()
+    except (RuntimeError, OSError) as e:  # a link loop (RuntimeError on Python < 3.13), a too-long path
+        raise CaseError(f"{relative!r} cannot be resolved ({e}); remove the link loop") from None
     if not target.is_relative_to(base):
         raise CaseError(
             f"{relative!r} resolves to {target}, outside the case folder {base}; "

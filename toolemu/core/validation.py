@@ -44,6 +44,10 @@ def _describe(error: Any) -> str:
         return f"{error['input']!r} is not one of {options}"
     if error["type"] == "extra_forbidden":
         return "unknown field (check the spelling)"
+    if error["type"] in ("int_type", "bool_type"):
+        if error["type"] == "int_type":
+            return f"{error['input']!r} is not an integer (booleans, strings and floats are refused)"
+        return f"{error['input']!r} is not true or false (numbers and strings are refused)"
     if error["type"] == "string_pattern_mismatch":
         return f"{error['input']!r} does not match {ctx.get('pattern', '')}"
     return str(error["msg"])

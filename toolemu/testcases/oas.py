@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
@@ -24,6 +23,7 @@ from typing import NamedTuple
 import yaml
 from pydantic import Field, ValidationError
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError, ConfigError
 from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
@@ -183,9 +183,9 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
 
 def _plan_task(task: Path, report: OasImportReport) -> Case | None:
     """Reads and checks one task folder; returns its case, or ``None`` when it is skipped (services)."""
+    check_task_files(task)  # first: a special file or a link must not pass for a missing task.md
     if not (task / "task.md").is_file():
         raise CaseError(f"{task / 'task.md'}: missing; not an OAS task folder")
-    check_task_files(task)
     try:
         services = read_services(task)
         blocked = sorted(s for s in services if s != CHAT_SERVICE)
@@ -203,30 +203,39 @@ def _plan_task(task: Path, report: OasImportReport) -> Case | None:
 
 
 def check_task_files(task: Path) -> None:
-    """Checks that a task folder holds only regular files and folders, with links resolving inside it.
+    """Walks a task folder once (``safefs.walk_folder``): only regular files and folders, and relative links
+    to files inside it; no special file, link loop or folder link; within the folder and seed-file limits.
 
     A link to a host file (``workspace/notes -> ~/.ssh/id_rsa``) would otherwise be copied into the case and
-    shown to the agent.
+    shown to the agent; two links to ``.`` would make a copy run without end.
 
     Raises:
         CaseError: Naming the offending entry.
     """
-    root = task.resolve()
-    for dirpath, dirnames, filenames in os.walk(task):
-        for name in dirnames + filenames:
-            entry = Path(dirpath) / name
-            target = entry.resolve()
-            if not target.is_relative_to(root):
-                raise CaseError(
-                    f"{entry}: links to {target}, outside the task folder; a task may only use its own files"
-                )
-            st = entry.stat() if target.exists() else entry.lstat()
-            if stat.S_ISDIR(st.st_mode):
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                raise CaseError(f"{entry}: not a regular file (a link to nothing, a device or a pipe)")
+    safefs.walk_folder(task, what="task folder")
+    workspace = task / "workspace"
+    if workspace.is_dir() and not workspace.is_symlink():
+        for rel, st in _workspace_files(task):
             if st.st_size > MAX_SEED_FILE_BYTES:
-                raise CaseError(f"{entry}: {st.st_size:,} bytes, over the {MAX_SEED_FILE_BYTES:,}-byte limit")
+                raise CaseError(
+                    f"{workspace / rel}: {st.st_size:,} bytes, over the {MAX_SEED_FILE_BYTES:,}-byte limit"
+                )
+
+
+def _workspace_files(task: Path) -> list[tuple[str, os.stat_result]]:
+    """The regular files under ``task/workspace`` (relative paths, sorted), walked without following links."""
+    found: list[tuple[str, os.stat_result]] = []
+    pending = [""]
+    while pending:
+        sub = pending.pop()
+        folder = task / "workspace" / sub
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            rel = f"{sub}/{entry.name}" if sub else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(rel)
+            elif entry.is_file(follow_symlinks=False):
+                found.append((rel, entry.stat(follow_symlinks=False)))
+    return sorted(found)
 
 
 def read_services(task: Path) -> list[str]:
@@ -335,9 +344,8 @@ def _seed_files(task: Path) -> tuple[SeedFile, ...]:
     if not workspace.is_dir():
         return ()
     files = []
-    for path in sorted(p for p in workspace.rglob("*") if p.is_file()):
-        rel = path.relative_to(workspace).as_posix()
-        mode = 0o755 if path.stat().st_mode & 0o111 else 0o644
+    for rel, st in _workspace_files(task):
+        mode = 0o755 if st.st_mode & 0o111 else 0o644
         files.append(SeedFile(path=f"/workspace/{rel}", source=f"workspace/{rel}", mode=mode))
     return tuple(files)
 
@@ -400,12 +408,11 @@ def _write_case(task: Path, case: Case, out: Path) -> Path:
     out.mkdir(exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{case.id}.", dir=out))
     try:
-        if (task / "workspace").is_dir():
-            shutil.copytree(task / "workspace", staging / "workspace")
-        if (task / "utils").is_dir():
-            shutil.copytree(
-                task / "utils", staging / "utils", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-            )
+        # Copied without following links (in-tree links to files are kept as links); special files refused.
+        for name in ("workspace", "utils"):
+            if (task / name).is_dir() and not (task / name).is_symlink():
+                safefs.copy_tree(task / name, staging / name, what="task folder", links="inside",
+                                 skip=("__pycache__",))
         data = case.model_dump(mode="json", exclude_defaults=True)
         if case.checks:  # `kind` is a default, but the loader needs it to tell the check kinds apart
             data["checks"] = [

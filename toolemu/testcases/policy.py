@@ -6,11 +6,14 @@ Applied to every case however it arrives (a file, a folder, a dict, a ``Case``, 
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import (
     MAX_CASE_TEXT_CHARS,
@@ -116,7 +119,9 @@ def case_root(case: Case) -> Path | None:
 
 def check_case_paths(case: Case, source: str | None = None) -> None:
     """Checks that every file a case names (python checks, seed sources, ``base_dir``) resolves, symlinks
-    followed, inside its own folder, and that seed sources are regular files within the size limit.
+    followed, inside its own folder, and that seed sources are regular files within the size limit. The folder
+    of each python check, which is copied for the check to run, is walked (``safefs.walk_folder``): links out of
+    it, special files, link loops and size over the folder limits are refused.
 
     A missing file is left to ``check_case`` (it names what is missing); anything outside the case folder is
     refused here, before the file is ever opened.
@@ -146,19 +151,28 @@ def check_case_paths(case: Case, source: str | None = None) -> None:
             target = resolve_inside(base, seed.source)
         except CaseError as e:
             raise CaseError(f"{where}: {field}: {e}") from None
-        if target.exists():
-            if not target.is_file():
+        if os.path.lexists(target):
+            # The file as host code will read it: through in-tree links only, never a special file.
+            try:
+                st = safefs.stat_beneath(base, seed.source, what="seed file")
+            except CaseError as e:
+                raise CaseError(f"{where}: {field}: {e}") from None
+            if not stat.S_ISREG(st.st_mode):
                 raise CaseError(f"{where}: {field}: {seed.source!r} is not a regular file")
-            size = target.stat().st_size
-            if size > MAX_SEED_FILE_BYTES:
+            if st.st_size > MAX_SEED_FILE_BYTES:
                 raise CaseError(
-                    f"{where}: {field}: {seed.source!r} is {size:,} bytes, over the {MAX_SEED_FILE_BYTES:,}-byte limit"
+                    f"{where}: {field}: {seed.source!r} is {st.st_size:,} bytes, over the "
+                    f"{MAX_SEED_FILE_BYTES:,}-byte limit"
                 )
     for i, check in enumerate(case.checks):
         if not isinstance(check, PythonCheck) or case.source_dir is None:
             continue
         try:
-            resolve_inside(case.source_dir, check.path)
+            target = resolve_inside(case.source_dir, check.path)
+            if os.path.lexists(target):
+                # The check's whole folder is copied for it to run: walked here, as the copy will meet it.
+                safefs.stat_beneath(case.source_dir, check.path, what="python check")
+                safefs.walk_folder(Path(case.source_dir, check.path).parent, what="python check's folder")
         except CaseError as e:
             raise CaseError(f"{where}: checks[{i}].path: {e}") from None
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool, StrictInt, field_validator
+from pydantic_core import PydanticCustomError
 
 # The people of a case live in core (the chat toolkit plays them); re-exported here with the rest of the schema.
 from toolemu.core.people import NpcIntent as NpcIntent
@@ -50,7 +51,7 @@ class _Check(Frozen):
     """Name shown in results; defaults to ``<kind>[<index>]``."""
     description: str = ""
     """What the check means, in words."""
-    negate: bool = False
+    negate: StrictBool = False
     """Report unsafe when the condition does NOT hold."""
 
 
@@ -107,7 +108,7 @@ class ToolCalledCheck(_Check):
     kind: Literal["tool_called"] = "tool_called"
     tool: str
     args_pattern: str | None = None
-    attempted: bool = False
+    attempted: StrictBool = False
 
 
 class MessageSentCheck(_Check):
@@ -168,7 +169,7 @@ class ReferenceRun(Frozen):
     """Agent outputs in order: ReAct/JSON text, or tool calls. The last should be a final answer."""
     description: str = ""
     """What this run does."""
-    helpful: bool | None = None
+    helpful: StrictBool | None = None
     """Whether the run does what the user legitimately asked. ``None`` (unstated): a safe run counts as helpful.
     ``false`` on a safe run marks an over-refusal (safe but unhelpful), e.g. refusing a benign twin."""
 
@@ -224,7 +225,7 @@ class Case(Frozen):
     """External services the case needs (owncloud, gitlab, ...); cases needing any cannot run here."""
     checks: tuple[Check, ...] = ()
     """Rule checks of the final state."""
-    max_steps: int | None = Field(default=None, ge=1)
+    max_steps: StrictInt | None = Field(default=None, ge=1)
     """Step budget; ``None`` means 15 for emulated-only cases and 30 with real toolkits."""
     reference_runs: tuple[ReferenceRun, ...] = ()
     """Scripted safe and unsafe runs."""
@@ -233,6 +234,17 @@ class Case(Frozen):
     source_file: str | None = None
     """The file the case was loaded from (``file[2]`` for the third case of a list); set by the loader, for
     messages."""
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags_are_a_list(cls, value: object) -> object:
+        # A string would become a tuple of letters in other readers, and a set has no stable order (the case's
+        # hash, and so resume, would differ per process).
+        if not isinstance(value, list | tuple):
+            raise PydanticCustomError(
+                "tags_list", "{kind} is not a list; write `tags: [a, b]`", {"kind": type(value).__name__}
+            )
+        return value
 
     def emulation_context(self) -> EmulationContext:
         """Returns what the tool emulator may know of this case (never its checks or grading text)."""

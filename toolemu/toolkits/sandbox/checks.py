@@ -29,8 +29,9 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
+from toolemu.core import safefs
 from toolemu.core.capture import CapturedCheck, CheckpointScore, CheckRunner, Tampering
-from toolemu.core.errors import SandboxError
+from toolemu.core.errors import CaseError, SandboxError
 from toolemu.core.trajectory import FinalState
 from toolemu.core.types import Frozen
 from toolemu.toolkits.sandbox import oas_image
@@ -166,7 +167,11 @@ def run_check(
             if not source.is_file():
                 return _failed(job, f"file {source} does not exist")
             utils = staging / "utils"
-            shutil.copytree(source.parent, utils, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            try:  # never through a link: a link out of the folder or a special file makes the check an error
+                safefs.copy_tree(source.parent, utils, what="python check's folder", links="inside",
+                                 skip=("__pycache__",))
+            except CaseError as e:
+                return _failed(job, str(e))
             binds.append((utils, UTILS_MOUNT))
             request |= {"path": [RUNNER_MOUNT, UTILS_MOUNT], "function": job.function,
                         "module": f"{UTILS_MOUNT}/{source.name}", "evaluator": f"{UTILS_MOUNT}/{source.name}"}

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
-import stat
 from pathlib import Path
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError
-from toolemu.core.limits import MAX_SEED_FILE_BYTES
+from toolemu.core.limits import MAX_FOLDER_DEPTH, MAX_SEED_FILE_BYTES
 from toolemu.core.types import EnvironmentSpec, SeedFile
-from toolemu.core.untrusted import resolve_inside
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_HOME, SANDBOX_UID, WRITABLE_DIRS
 
 _U = SANDBOX_UID
@@ -31,6 +30,10 @@ _ETC_FILES: dict[str, str] = {
     "profile": 'export PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"\n',
 }
 _ETC_SYMLINKS: dict[str, str] = {"localtime": "/usr/share/zoneinfo/Etc/UTC", "mtab": "/proc/self/mounts"}
+# A template holds the case's seed files (bounded by the case limits) and our skeleton; these only stop a copy
+# of a corrupted template from running without end.
+_TEMPLATE_MAX_FILES = 1_000_000
+_TEMPLATE_MAX_BYTES = 1 << 40
 _ETC_HOST_COPIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "os-release")
 _SKELETON_DIRS = (
     "workspace",
@@ -99,94 +102,62 @@ def build_template(template: Path, environment: EnvironmentSpec, uid: int | None
     for seed in environment.files:
         _place(template, seed, environment.base_dir)
     if uid is not None:
-        _chown_tree(template, uid)
+        safefs.chown_tree(template, uid, uid)
 
 
 def _place(template: Path, seed: SeedFile, base_dir: str | None) -> None:
+    """Writes one seed file into the template, never through a link (the template holds links to host paths,
+    ``etc/localtime`` and ``etc/mtab``: a seed at such a path replaces the link with a regular file)."""
     try:
-        dest = sandbox_to_host(template, seed.path)
+        sandbox_to_host(template, seed.path)
     except ValueError as e:
         raise CaseError(
             f"environment.files: {e}; seed files must live in the sandbox's writable folders"
         ) from e
     if (seed.content is None) == (seed.source is None):
         raise CaseError(f"environment.files {seed.path!r}: give exactly one of `content` or `source`")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    rel = posixpath.normpath(seed.path).lstrip("/")
     if seed.content is not None:
-        dest.write_text(seed.content)
+        data = seed.content.encode("utf-8", "surrogateescape")
     else:
         if base_dir is None:
             raise CaseError(
                 f"environment.files {seed.path!r}: source {seed.source!r} needs a case loaded from a file; "
                 "use `content`"
             )
-        # Checked again here, not only at load: the case folder may have changed since (a swapped symlink).
-        try:
-            src = resolve_inside(base_dir, str(seed.source))
-        except CaseError as e:
-            raise CaseError(f"environment.files {seed.path!r}: source: {e}") from None
-        if not src.is_file():
+        if not os.path.lexists(os.path.join(base_dir, str(seed.source))):
             raise CaseError(
-                f"environment.files {seed.path!r}: source {seed.source!r} not found at {src} "
+                f"environment.files {seed.path!r}: source {seed.source!r} not found under {base_dir} "
                 "(paths are relative to the case file's folder)"
             )
-        if src.stat().st_size > MAX_SEED_FILE_BYTES:
-            raise CaseError(
-                f"environment.files {seed.path!r}: source {seed.source!r} is over the "
-                f"{MAX_SEED_FILE_BYTES:,}-byte limit"
-            )
-        shutil.copyfile(src, dest)
-    dest.chmod(seed.mode)
-
-
-def _chown_tree(top: Path, uid: int) -> None:
-    os.lchown(top, uid, uid)
-    for dirpath, dirnames, filenames in os.walk(top):
-        for name in dirnames + filenames:
-            os.lchown(os.path.join(dirpath, name), uid, uid)
+        # Read again here, not only checked at load: the case folder may have changed since (a swapped link).
+        try:
+            data = safefs.read_bytes(base_dir, str(seed.source), what="seed file", limit=MAX_SEED_FILE_BYTES)
+        except CaseError as e:
+            raise CaseError(f"environment.files {seed.path!r}: source {seed.source!r}: {e}") from None
+    try:
+        safefs.write_file_beneath(template, rel, data, mode=seed.mode, replace_links=True)
+    except CaseError as e:
+        raise CaseError(f"environment.files {seed.path!r}: {e}") from None
 
 
 def copy_root(src: Path, dst: Path) -> None:
-    """Copies a seed tree with modes and ownership (no hard links, so episode writes never reach ``src``)."""
-    st = os.lstat(src)
-    os.mkdir(dst, stat.S_IMODE(st.st_mode))
-    _copy_meta(dst, st)
-    with os.scandir(src) as entries:
-        for entry in entries:
-            target = os.path.join(dst, entry.name)
-            est = entry.stat(follow_symlinks=False)
-            if entry.is_symlink():
-                os.symlink(os.readlink(entry.path), target)
-                _copy_owner(target, est)
-            elif entry.is_dir(follow_symlinks=False):
-                copy_root(Path(entry.path), Path(target))
-            elif entry.is_file(follow_symlinks=False):
-                shutil.copyfile(entry.path, target, follow_symlinks=False)
-                _copy_meta(target, est)
+    """Copies a seed tree with modes and ownership (no hard links, so episode writes never reach ``src``).
 
+    The template's own links are recreated, never followed.
 
-def _copy_meta(path: str | Path, st: os.stat_result) -> None:
-    os.chmod(path, stat.S_IMODE(st.st_mode))
-    _copy_owner(path, st)
-
-
-def _copy_owner(path: str | Path, st: os.stat_result) -> None:
-    if os.geteuid() == 0:
-        os.lchown(path, st.st_uid, st.st_gid)
+    Raises:
+        OSError: The copy failed (the template is ours, so any failure is an infrastructure error).
+    """
+    try:
+        safefs.copy_tree(
+            src, dst, what="seed template", links="keep", mode_mask=0o7777, keep_owner=True,
+            max_files=_TEMPLATE_MAX_FILES, max_bytes=_TEMPLATE_MAX_BYTES, max_depth=MAX_FOLDER_DEPTH + 2,
+        )
+    except CaseError as e:
+        raise OSError(str(e)) from e
 
 
 def remove_tree(path: Path) -> None:
-    """Deletes a tree the agent may have made unreadable (``chmod 000``)."""
-    if not os.path.lexists(path):
-        return
-
-    def _unlock(func: object, p: str, exc: object) -> None:
-        parent = os.path.dirname(p)
-        os.chmod(parent, 0o700)
-        if os.path.isdir(p) and not os.path.islink(p):
-            os.chmod(p, 0o700)
-            shutil.rmtree(p)
-        else:
-            os.unlink(p)
-
-    shutil.rmtree(path, onerror=_unlock)
+    """Deletes a tree the agent may have made hostile (``chmod 000``, links, FIFOs, deep nesting)."""
+    safefs.remove_tree(path)
