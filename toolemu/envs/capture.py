@@ -12,7 +12,8 @@ Order, so that nothing the agent left running can change, read or forge what is 
    root, where the episode's network can be joined) the agent's processes are thawed and the evaluators run
    inside the episode's network namespace, their users, pids and mounts still their own: the thawed
    processes can answer on loopback but cannot reach the copy (other uid, 0700), the checks' ``/etc``, or the
-   checks' processes (other uid and pid namespace, non-dumpable);
+   checks' processes (other uid and pid namespace, non-dumpable). Without that network (not root) the agent's
+   processes are killed before the evaluators instead (the checks would share the agent's uid there);
 5. the agent's processes are killed;
 6. native Python checks (given the snapshot) and regexes over files the snapshot holds no text for run over
    the same copy, read-only; the copy is removed.
@@ -140,6 +141,8 @@ def capture_episode(
                     with _episode_network(toolbox) as netns:
                         if netns is not None:
                             sandbox.thaw()  # only so that servers the agent left answer on loopback
+                        else:
+                            sandbox.stop()  # no network to share: nothing of the agent's needs to run
                         for job in oas_jobs:
                             captured[job.check] = run_check(world.root, job, trajectory=blocks, chat=chat,
                                                             timeout_s=timeout_s, bwrap=bwrap, netns_fd=netns,
