@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from toolemu.toolkits.sandbox.grader_copy import ETC_DENYLIST, copy_world, grader_etc
+from toolemu.toolkits.sandbox.grader_copy import ETC_DENYLIST, CopyReport, copy_world, grader_etc
 
 
 def _root(tmp_path: Path) -> Path:
@@ -18,10 +18,9 @@ def _root(tmp_path: Path) -> Path:
     return root
 
 
-def _copy(root: Path, dest: Path, **bounds: int) -> object:
+def _copy(root: Path, dest: Path, *, max_files: int = 1000, max_file_bytes: int = 1 << 20) -> CopyReport:
     dest.mkdir()
-    limits = {"max_files": 1000, "max_bytes": 1 << 20, "max_file_bytes": 1 << 20, **bounds}
-    return copy_world(root, dest, uid=None, **limits)
+    return copy_world(root, dest, uid=None, max_files=max_files, max_bytes=1 << 20, max_file_bytes=max_file_bytes)
 
 
 def test_links_are_copied_as_links_and_special_files_become_placeholders(tmp_path: Path) -> None:
@@ -40,10 +39,10 @@ def test_links_are_copied_as_links_and_special_files_become_placeholders(tmp_pat
     assert os.readlink(copy / "out") == str(secret) and os.readlink(copy / "zero") == "/dev/zero"
     pipe = os.lstat(copy / "pipe")
     assert stat.S_ISREG(pipe.st_mode) and stat.S_IMODE(pipe.st_mode) == 0 and pipe.st_size == 0
-    kinds = {(t.path, t.kind) for t in report.traps}  # type: ignore[attr-defined]
+    kinds = {(t.path, t.kind) for t in report.traps}
     assert {("/workspace/pipe", "special_file"), ("/workspace/zero", "device_link"),
             ("/workspace/loop", "link_loop")} <= kinds
-    assert report.placeholders == {"/workspace/pipe"}  # type: ignore[attr-defined]
+    assert report.placeholders == {"/workspace/pipe"}
 
 
 def test_modes_are_kept_and_unreadable_entries_recorded(tmp_path: Path) -> None:
@@ -60,7 +59,7 @@ def test_modes_are_kept_and_unreadable_entries_recorded(tmp_path: Path) -> None:
     copy = tmp_path / "copy" / "workspace"
     assert stat.S_IMODE(os.lstat(copy / "locked.txt").st_mode) == 0
     assert stat.S_IMODE(os.lstat(copy / "closed").st_mode) == 0
-    assert any(t.path == "/workspace/locked.txt" and t.kind == "permission" for t in report.traps)  # type: ignore[attr-defined]
+    assert any(t.path == "/workspace/locked.txt" and t.kind == "permission" for t in report.traps)
     (copy / "closed").chmod(0o755)
 
 
@@ -71,7 +70,7 @@ def test_bytes_past_the_bound_become_a_hole_and_are_recorded(tmp_path: Path) -> 
     big = tmp_path / "copy" / "workspace" / "big.bin"
     data = big.read_bytes()
     assert len(data) == 5000 and data[:1000] == b"a" * 1000 and data[1000:] == b"\0" * 4000
-    assert any(t.kind == "oversize" for t in report.traps)  # type: ignore[attr-defined]
+    assert any(t.kind == "oversize" for t in report.traps)
 
 
 def test_deep_nesting_does_not_recurse_and_the_file_bound_is_recorded(tmp_path: Path) -> None:
@@ -81,9 +80,9 @@ def test_deep_nesting_does_not_recurse_and_the_file_bound_is_recorded(tmp_path: 
         deep = deep / "d"
         deep.mkdir()
     report = _copy(root, tmp_path / "copy", max_files=100_000)
-    assert report.files == 1200 and (tmp_path / "copy" / "workspace" / "/".join(["d"] * 1200)).is_dir()  # type: ignore[attr-defined]
+    assert report.files == 1200 and (tmp_path / "copy" / "workspace" / "/".join(["d"] * 1200)).is_dir()
     capped = _copy(root, tmp_path / "capped", max_files=50)
-    assert capped.overflow  # type: ignore[attr-defined]
+    assert capped.overflow
 
 
 @pytest.mark.parametrize("name", ["ld.so.preload", "python3.11", "profile.d", "bash.bashrc", "passwd", "environment"])
