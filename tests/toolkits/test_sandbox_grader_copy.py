@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from toolemu.core import safefs
 from toolemu.toolkits.sandbox.grader_copy import ETC_DENYLIST, CopyReport, copy_world, grader_etc
 
 
@@ -83,6 +84,8 @@ def test_deep_nesting_does_not_recurse_and_the_file_bound_is_recorded(tmp_path: 
     assert report.files == 1200 and (tmp_path / "copy" / "workspace" / "/".join(["d"] * 1200)).is_dir()
     capped = _copy(root, tmp_path / "capped", max_files=50)
     assert capped.overflow
+    for tree in (root, tmp_path / "copy", tmp_path / "capped"):  # pytest's own clean-up recurses
+        safefs.remove_tree(tree)
 
 
 @pytest.mark.parametrize("name", ["ld.so.preload", "python3.11", "profile.d", "bash.bashrc", "passwd", "environment"])
