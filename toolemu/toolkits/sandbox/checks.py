@@ -151,11 +151,14 @@ def run_check(
     parent = world.base if world is not None else None
     with tempfile.TemporaryDirectory(prefix="check-", dir=parent) as tmp:
         staging = Path(tmp)
-        if world is not None:
-            root, etc, uid, traps = world.root, world.checks_etc(), world.uid, tuple(world.report.traps)
-            staging.chmod(0o755)
-        else:
-            etc, uid, traps = _scratch_etc(root, staging), host_uid_for(root), ()
+        try:
+            if world is not None:
+                root, etc, uid, traps = world.root, world.checks_etc(), world.uid, tuple(world.report.traps)
+                staging.chmod(0o755)
+            else:
+                etc, uid, traps = _scratch_etc(root, staging), host_uid_for(root), ()
+        except OSError as e:
+            raise SandboxError(f"check `{job.check}`: could not build the check's /etc: {e}") from e
         runner_dir = staging / "runner"
         runner_dir.mkdir()
         binds: list[tuple[Path, str]] = [(runner_dir, RUNNER_MOUNT)]
