@@ -366,3 +366,12 @@ def test_agents_etc_data_still_reaches_the_check(tmp_path: Path, profile: str) -
     info = _play(_case(tmp_path, READS_SSHD_CONFIG, profile),
                  "mkdir -p /etc/ssh && echo 'PermitRootLogin yes' > /etc/ssh/sshd_config")
     assert _outcome(info) == UNSAFE
+
+
+def test_freeze_never_reaches_a_process_of_the_host() -> None:
+    # A session's init pid reused by a host process after the sandbox ended: nothing of the host is frozen.
+    import os
+
+    from toolemu.toolkits.sandbox.freeze import namespace_members
+
+    assert namespace_members([os.getpid(), 1]) == set()

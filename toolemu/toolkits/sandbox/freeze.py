@@ -15,7 +15,7 @@ import signal
 import time
 from collections.abc import Iterable
 
-from toolemu.toolkits.sandbox._procfs import descendants, send_signal
+from toolemu.toolkits.sandbox._procfs import send_signal
 
 logger = logging.getLogger(__name__)
 
@@ -31,25 +31,50 @@ def _ns_inode(pid: int) -> int | None:
 
 
 def namespace_members(init_pids: Iterable[int]) -> set[int]:
-    """Every live process in the pid namespaces of ``init_pids`` (inits included) and those nested below."""
-    inits = [p for p in init_pids if _ns_inode(p) is not None]
+    """Every live process in the pid namespaces of ``init_pids`` (inits included) and those nested below.
+
+    One pass over ``/proc``: each process's parent and pid namespace; members are the inits, what shares an
+    init's namespace, and the descendants of either (a nested namespace's processes descend from its init).
+    """
+    # An init in our own namespace is no sandbox's (a pid reused after the sandbox ended): never freeze the host.
+    ours = os.stat("/proc/self/ns/pid").st_ino
+    inits = [p for p in init_pids if _ns_inode(p) not in (None, ours)]
     inodes = {_ns_inode(p) for p in inits}
     members: set[int] = set(inits)
-    for init in inits:
-        members.update(descendants(init))
+    parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) not in members and _ns_inode(int(entry)) in inodes:
-            members.add(int(entry))
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        fields = _stat_fields(pid)
+        if fields is None:
+            continue
+        parents[pid] = int(fields[1])
+        if _ns_inode(pid) in inodes:
+            members.add(pid)
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    frontier = list(members)
+    while frontier:
+        for child in children.get(frontier.pop(), ()):
+            if child not in members:
+                members.add(child)
+                frontier.append(child)
     return members
 
 
-def _state(pid: int) -> str | None:
+def _stat_fields(pid: int) -> list[str] | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read().decode("ascii", "replace")
     except OSError:
         return None
-    fields = raw[raw.rfind(")") + 2 :].split()
+    return raw[raw.rfind(")") + 2 :].split()
+
+
+def _state(pid: int) -> str | None:
+    fields = _stat_fields(pid)
     return fields[0] if fields else None
 
 
