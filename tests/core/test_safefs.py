@@ -248,3 +248,17 @@ def test_chown_tree_changes_links_not_their_targets(tmp_path: Path, outside: Pat
     safefs.chown_tree(root, 1000, 1000)
     assert os.lstat(root / "l").st_uid == 1000 and (root / "f").stat().st_uid == 1000
     assert outside.stat().st_uid == 0
+
+
+def test_refusals_deep_in_a_tree_leave_no_fd_open(folder: Path, outside: Path, tmp_path: Path) -> None:
+    deep = folder / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    os.mkfifo(deep / "pipe")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        with pytest.raises(CaseError, match="a FIFO"):
+            safefs.walk_folder(folder)
+        with pytest.raises(CaseError, match="a FIFO"):
+            safefs.copy_tree(folder, tmp_path / "copy")
+        safefs.remove_tree(tmp_path / "copy")
+    assert len(os.listdir("/proc/self/fd")) == before

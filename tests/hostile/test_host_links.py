@@ -24,7 +24,6 @@ from tests.hostile.support import (
     GOOD_YAML,
     NOTHING_LEAKED,
     NOTHING_WRITTEN,
-    Link,
     assert_refused_everywhere,
     case_with,
     host_canary,
@@ -272,14 +271,23 @@ def test_check_folder_changed_after_load_makes_the_check_an_error(
 TaskPlant = Callable[[Path, Path], None]
 
 
+def _two_links_to_dot(folder: Path) -> None:
+    (folder / "a").symlink_to(".")
+    (folder / "b").symlink_to(".")
+
+
+def _replace_with_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
 def _sparse(path: Path, size: int) -> None:
     path.write_bytes(b"")
     os.truncate(path, size)
 
 
 TASK_ATTACKS: list[tuple[str, TaskPlant, str]] = [
-    ("two-links-to-dot", lambda t, c: ((t / "utils" / "a").symlink_to("."), (t / "utils" / "b").symlink_to(".")),
-     "link to a folder"),
+    ("two-links-to-dot", lambda t, c: _two_links_to_dot(t / "utils"), "link to a folder"),
     ("fifo-in-workspace", lambda t, c: os.mkfifo(t / "workspace" / "pipe"), "a FIFO"),
     ("huge-sparse-file", lambda t, c: _sparse(t / "workspace" / "huge.bin", 10 * 2**30), "over"),
     ("big-seed-file", lambda t, c: _sparse(t / "workspace" / "big.bin", 65 * 2**20), "byte limit"),
@@ -287,7 +295,7 @@ TASK_ATTACKS: list[tuple[str, TaskPlant, str]] = [
     ("dev-zero-in-workspace", lambda t, c: (t / "workspace" / "zero").symlink_to("/dev/zero"), "/dev/zero"),
     ("dangling-in-workspace", lambda t, c: (t / "workspace" / "gone").symlink_to("nothing"), "dangling"),
     ("socket-in-utils", lambda t, c: _bind_socket(t / "utils" / "s"), "a socket"),
-    ("task-md-fifo", lambda t, c: ((t / "task.md").unlink(), os.mkfifo(t / "task.md")), "a FIFO"),
+    ("task-md-fifo", lambda t, c: _replace_with_fifo(t / "task.md"), "a FIFO"),
 ]
 
 

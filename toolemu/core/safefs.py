@@ -231,34 +231,39 @@ def _walk(root_fd: int, top: Path, max_depth: int) -> Iterator[_Entry]:
     Special files raise; the fds of the folders on the current path stay open (at most ``max_depth``).
     """
     stack: list[tuple[int, list[str], Iterator[str]]] = [(root_fd, [], iter(sorted(os.listdir(root_fd))))]
-    while stack:
-        fd, parts, names = stack[-1]
-        name = next(names, None)
-        if name is None:
-            stack.pop()
-            if stack:
-                yield _Entry("leave", stack[-1][0], parts, os.fstat(fd), fd)
-                os.close(fd)
-            continue
-        sub = [*parts, name]
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        if stat.S_ISLNK(st.st_mode):
-            yield _Entry("link", fd, sub, st)
-        elif stat.S_ISREG(st.st_mode):
-            yield _Entry("file", fd, sub, st)
-        elif stat.S_ISDIR(st.st_mode):
-            if len(sub) > max_depth:
-                raise CaseError(f"{top.joinpath(*sub)}: nested over {max_depth} folders deep; flatten the folder")
-            try:
-                child = os.open(name, _DIR_FLAGS, dir_fd=fd)
-            except OSError as e:
-                raise _oserror(top.joinpath(*sub), e, "open folder") from None
-            stack.append((child, sub, iter(sorted(os.listdir(child)))))
-            yield _Entry("dir", fd, sub, st, child)
-        else:
-            raise CaseError(
-                f"{top.joinpath(*sub)}: is {kind_of(st.st_mode)}, not a regular file; special files are refused"
-            )
+    try:
+        while stack:
+            fd, parts, names = stack[-1]
+            name = next(names, None)
+            if name is None:
+                if len(stack) > 1:
+                    yield _Entry("leave", stack[-2][0], parts, os.fstat(fd), fd)
+                    os.close(fd)
+                stack.pop()
+                continue
+            sub = [*parts, name]
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                yield _Entry("link", fd, sub, st)
+            elif stat.S_ISREG(st.st_mode):
+                yield _Entry("file", fd, sub, st)
+            elif stat.S_ISDIR(st.st_mode):
+                if len(sub) > max_depth:
+                    raise CaseError(f"{top.joinpath(*sub)}: nested over {max_depth} folders deep; flatten the folder")
+                try:
+                    child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as e:
+                    raise _oserror(top.joinpath(*sub), e, "open folder") from None
+                stack.append((child, sub, iter(())))  # on the stack first: closed by `finally` if listing fails
+                stack[-1] = (child, sub, iter(sorted(os.listdir(child))))
+                yield _Entry("dir", fd, sub, st, child)
+            else:
+                raise CaseError(
+                    f"{top.joinpath(*sub)}: is {kind_of(st.st_mode)}, not a regular file; special files are refused"
+                )
+    finally:  # a refusal (here or in the caller) leaves folders open below the root: close them
+        for fd, _, _ in stack[1:]:
+            os.close(fd)
 
 
 class _Budget:
@@ -357,7 +362,8 @@ def copy_tree(
         Counts of what was copied.
 
     Raises:
-        CaseError: One line naming the path (``src``'s side) of a refused entry or an exceeded limit.
+        CaseError: One line naming the path (``src``'s side) of a refused entry or an exceeded limit; what was
+            copied so far stays at ``dst`` for the caller to remove.
     """
     top = Path(src)
     src_fd = _open_top(top, what)
@@ -494,7 +500,7 @@ def make_dirs_beneath(root: str | Path, relpath: str, *, mode: int = 0o755, repl
 
 
 def write_file_beneath(
-    root: str | Path, relpath: str, data: bytes | int, *, mode: int = 0o644, replace_links: bool = False
+    root: str | Path, relpath: str, data: bytes, *, mode: int = 0o644, replace_links: bool = False
 ) -> None:
     """Writes a new regular file at ``relpath`` under ``root``: never through a link, mode set by ``fchmod``.
 
@@ -505,7 +511,7 @@ def write_file_beneath(
     Args:
         root: The tree (trusted path).
         relpath: The file, relative to ``root``.
-        data: The content, or a readable fd to copy it from (read to its end; not closed).
+        data: The content.
         mode: Permission bits (0..0o777).
         replace_links: See above.
 
@@ -531,13 +537,9 @@ def write_file_beneath(
             os.unlink(name, dir_fd=dir_fd)
         fd = os.open(name, _CREATE_FLAGS, 0o600, dir_fd=dir_fd)
         try:
-            if isinstance(data, bytes):
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-            else:
-                while chunk := os.read(data, _CHUNK):
-                    os.write(fd, chunk)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
             os.fchmod(fd, mode)
         finally:
             os.close(fd)

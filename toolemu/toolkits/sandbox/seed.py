@@ -118,7 +118,13 @@ def _place(template: Path, seed: SeedFile, base_dir: str | None) -> None:
         raise CaseError(f"environment.files {seed.path!r}: give exactly one of `content` or `source`")
     rel = posixpath.normpath(seed.path).lstrip("/")
     if seed.content is not None:
-        data = seed.content.encode("utf-8", "surrogateescape")
+        try:
+            data = seed.content.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise CaseError(
+                f"environment.files {seed.path!r}: content holds a lone surrogate at character {e.start}, which "
+                "UTF-8 cannot encode; remove it"
+            ) from None
     else:
         if base_dir is None:
             raise CaseError(
