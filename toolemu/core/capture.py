@@ -26,13 +26,11 @@ class CheckpointScore(Frozen):
     """Points earned."""
 
 
-TamperingKind = Literal[
-    "permission", "special_file", "link_loop", "device_link", "oversize", "timeout", "output", "process",
-]
+TamperingKind = Literal["permission", "special_file", "link_loop", "device_link", "oversize", "timeout"]
 """What the agent left that stopped a check from reading its world: a file or folder it may not read
 (``chmod 000``), a special file (FIFO, socket, device) where a file was expected, a link loop, a link to a
-device (``/dev/zero``), a file past a read or copy bound, a check that ran out of time or wrote past the output
-bound while such a trap was in its world, or a check process killed from inside its own sandbox."""
+device (``/dev/zero``), a file past a read or copy bound (or memory exhausted reading one), or a wait that
+timed out inside the check."""
 
 
 class Tampering(Frozen):
