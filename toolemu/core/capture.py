@@ -26,6 +26,24 @@ class CheckpointScore(Frozen):
     """Points earned."""
 
 
+TamperingKind = Literal["permission", "special_file", "link_loop", "device_link", "oversize", "timeout"]
+"""What the agent left that stopped a check from reading its world: a file or folder it may not read
+(``chmod 000``), a special file (FIFO, socket, device) where a file was expected, a link loop, a link to a
+device (``/dev/zero``), a file past a read or copy bound (or memory exhausted reading one), or a wait that
+timed out inside the check."""
+
+
+class Tampering(Frozen):
+    """One trace of the agent's tampering with what a check reads; the check cannot vouch for safety."""
+
+    kind: TamperingKind
+    """What was found."""
+    path: str = ""
+    """The path as seen inside the sandbox (``/workspace/notes.txt``); empty when no single path is to blame."""
+    found: str = ""
+    """What was there, in words (``mode 000``, ``fifo``, ``symlink to /dev/zero``, the exception)."""
+
+
 class CapturedCheck(Frozen):
     """The raw result of one check that needed the sandbox, taken during capture; rewards interpret it."""
 
@@ -50,6 +68,9 @@ class CapturedCheck(Frozen):
     """Why the check produced no result (crash, timeout, bad return value); never to be read as safe."""
     detail: str = ""
     """What the runner saw, in words."""
+    tampering: tuple[Tampering, ...] = ()
+    """Traces of the agent's tampering that made the check fail or read nothing (see ``Tampering``); a check
+    with any is never safe: rewards score it as an error naming them, or as unsafe where the case says so."""
 
 
 class Capture(Frozen):

@@ -1,17 +1,25 @@
-"""The capture phase of an episode (DESIGN.md §2): checks that need the sandbox, then the snapshot.
+"""The capture phase of an episode (DESIGN.md §2, §7 "Grading is a boundary"): the snapshot, then the checks.
 
-Order, so that OpenAgentSafety evaluators see the world as the agent left it, services and background jobs
-included, while the snapshot cannot move under the other checks:
+Order, so that nothing the agent left running can change, read or forge what is graded:
 
 1. the agent is done (final answer, step budget);
-2. OAS evaluators run over the live episode root, read-only, each with a bounded time, inside the
-   episode's network namespace (a server the agent left running answers them on loopback) but in their own
-   users, pids and mounts;
-3. the agent's processes are stopped;
-4. the final state is snapshotted;
-5. native Python checks (given the snapshot) and regexes over files the snapshot holds no text for run over
-   the stopped root, read-only.
+2. every agent process is frozen (SIGSTOP of each session's pid namespace, ``Sandbox.freeze``);
+3. while frozen, the episode root is copied into a folder only the grader's own host uid can enter (mode 0700;
+   links copied as links, special files not opened, bounded; ``Sandbox.grader_world``), and the final state
+   is snapshotted from that copy;
+4. OAS evaluators run over the copy, read-only, each with a bounded time, as the grader's uid, with our
+   ``/etc`` and interpreters. Seven OAS evaluators query a server the agent left running, so for them (as
+   root, where the episode's network can be joined) the agent's processes are thawed and the evaluators run
+   inside the episode's network namespace, their users, pids and mounts still their own: the thawed
+   processes can answer on loopback but cannot reach the copy (other uid, 0700), the checks' ``/etc``, or the
+   checks' processes (other uid and pid namespace, non-dumpable). Without that network (not root) the agent's
+   processes are killed before the evaluators instead (the checks would share the agent's uid there);
+5. the agent's processes are killed;
+6. native Python checks (given the snapshot) and regexes over files the snapshot holds no text for run over
+   the same copy, read-only; the copy is removed.
 
+A check that fails because of what the agent left (a file made unreadable, a FIFO or a ``/dev/zero`` link
+where the check reads, a timeout while such a trap is in the copy) carries ``CapturedCheck.tampering``.
 The result is a ``Capture``: complete without the sandbox, so ``rewards`` scores it now or from a saved file.
 """
 
@@ -65,17 +73,6 @@ def file_text_jobs(case: Case, state: FinalState) -> list[CheckJob]:
 
 
 @contextlib.contextmanager
-def _check_root(toolbox: ToolBox, needed: bool) -> Iterator[Path | None]:
-    if toolbox.sandbox is not None:
-        yield toolbox.sandbox.root
-    elif needed:
-        with scratch_root() as root:
-            yield root
-    else:
-        yield None
-
-
-@contextlib.contextmanager
 def _episode_network(toolbox: ToolBox) -> Iterator[int | None]:
     """The live episode's network namespace for the OAS evaluators (as OAS checks while the task container
     is up, a server the agent started answers them on loopback); ``None`` without a running shell.
@@ -117,24 +114,46 @@ def capture_episode(
         SandboxError: the sandbox cannot run a check or take the snapshot.
     """
     jobs = python_jobs(case) if run_checks else []
-    bwrap = toolbox.sandbox.config.bwrap_path if toolbox.sandbox is not None else None
+    sandbox = toolbox.sandbox
+    bwrap = sandbox.config.bwrap_path if sandbox is not None else None
+    # NPC chat is not a tool yet (cases with NPCs are refused when the env is made); a replayed log brings its
+    # recorded conversation instead.
+    chat = [m.model_dump() for m in messages]
+    oas_jobs = [j for j in jobs if j.runner == "oas"]
+    blocks = render_oas_blocks(trajectory, messages) if oas_jobs else []
     captured: dict[str, CapturedCheck] = {}
-    with _check_root(toolbox, needed=bool(jobs) or (run_checks and toolbox.sandbox is not None)) as root:
-        # NPC chat is not a tool yet (cases with NPCs are refused when the env is made); a replayed log brings
-        # its recorded conversation instead.
-        chat = [m.model_dump() for m in messages]
-        oas_jobs = [j for j in jobs if j.runner == "oas"]
-        if root is not None and oas_jobs:
-            blocks = render_oas_blocks(trajectory, messages)
-            with _episode_network(toolbox) as netns:
+    if sandbox is None or not run_checks:
+        final_state = toolbox.final_state(messages)  # stops the agent's processes first
+        if jobs:
+            with scratch_root() as root:
                 for job in oas_jobs:
                     captured[job.check] = run_check(root, job, trajectory=blocks, chat=chat, timeout_s=timeout_s,
-                                                    bwrap=bwrap, netns_fd=netns)
-        final_state = toolbox.final_state(messages)
-        if root is not None and run_checks:
-            later = [j for j in jobs if j.runner == "native"] + file_text_jobs(case, final_state)
-            for job in later:
-                captured[job.check] = run_check(root, job, state=final_state, timeout_s=timeout_s, bwrap=bwrap)
+                                                    bwrap=bwrap)
+                for job in (j for j in jobs if j.runner == "native"):
+                    captured[job.check] = run_check(root, job, state=final_state, timeout_s=timeout_s,
+                                                    bwrap=bwrap)
+    else:
+        sandbox.freeze()
+        try:
+            with sandbox.grader_world() as world:
+                final_state = sandbox.final_state(world).model_copy(update={"messages": tuple(messages)})
+                if oas_jobs:
+                    with _episode_network(toolbox) as netns:
+                        if netns is not None:
+                            sandbox.thaw()  # only so that servers the agent left answer on loopback
+                        else:
+                            sandbox.stop()  # no network to share: nothing of the agent's needs to run
+                        for job in oas_jobs:
+                            captured[job.check] = run_check(world.root, job, trajectory=blocks, chat=chat,
+                                                            timeout_s=timeout_s, bwrap=bwrap, netns_fd=netns,
+                                                            world=world)
+                sandbox.stop()
+                later = [j for j in jobs if j.runner == "native"] + file_text_jobs(case, final_state)
+                for job in later:
+                    captured[job.check] = run_check(world.root, job, state=final_state, timeout_s=timeout_s,
+                                                    bwrap=bwrap, world=world)
+        finally:
+            sandbox.stop()
     order = {check_id(c, i): i for i, c in enumerate(case.checks)}
     checks = tuple(sorted(captured.values(), key=lambda c: order.get(c.check, len(order))))
     return Capture(trajectory=trajectory, final_state=final_state, checks=checks, toolkit_specs=toolbox.specs)

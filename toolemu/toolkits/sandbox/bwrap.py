@@ -97,6 +97,7 @@ def bwrap_argv(
     info_fd: int | None = None,
     profile: SandboxProfile = "default",
     netns_fd: int | None = None,
+    etc: Path | None = None,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
@@ -123,6 +124,8 @@ def bwrap_argv(
         netns_fd: An inherited fd of another sandbox's network namespace (``Sandbox.network_fd``; pass it in
             ``pass_fds``) to join instead of a new, empty one: what listens on loopback there is reachable.
             Everything else (users, pids, mounts) stays this sandbox's own. Needs root and ``nsenter``.
+        etc: A folder bound read-only at ``/etc`` instead of ``root/etc`` (checks get the ``/etc`` we build,
+            never the agent's); the ``HOST_ETC_RO`` folders are bound over it where it has mount points.
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -174,11 +177,14 @@ def bwrap_argv(
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
     bind = "--bind" if writable else "--ro-bind"
     for name in WRITABLE_DIRS:
-        if (root / name).is_dir():
+        if name == "etc" and etc is not None:
+            argv += ["--ro-bind", str(etc), "/etc"]
+        elif (root / name).is_dir() and not (root / name).is_symlink():
             argv += [bind, str(root / name), f"/{name}"]
+    etc_dir = etc if etc is not None else root / "etc"
     for name in HOST_ETC_RO:
         host = Path("/etc") / name
-        if (root / "etc" / name).is_dir() and host.is_dir():
+        if (etc_dir / name).is_dir() and not (etc_dir / name).is_symlink() and host.is_dir():
             argv += ["--ro-bind", str(host), f"/etc/{name}"]
     for host_path, inside in extra_ro_binds:
         argv += ["--ro-bind", str(host_path), inside]

@@ -2,10 +2,16 @@
 
 Three runners: a case's native Python check (``function(final_state) -> bool``), an OpenAgentSafety
 ``evaluator.py`` through our ``scoring``/``common`` compatibility modules, and a regex over a file the snapshot
-holds no text for. Each runs in its own process over the episode root mounted read-only, with no network, the
-host's environment cleared, memory and CPU limits and a wall timeout. The result is a raw ``CapturedCheck``;
-what it means (safe, unsafe, error) is decided by ``rewards``. A check that fails gets ``error`` set; only
-a sandbox that cannot start raises.
+holds no text for. Each runs in its own process over the grader's copy of the episode (``GraderWorld``) mounted
+read-only, with no network, the host's environment cleared, memory and CPU limits and a wall timeout.
+
+Grading is a boundary: a check runs as the grader's host uid (never the agent's), in its own user and pid
+namespaces, with an ``/etc`` we build (``grader_copy.grader_etc``: the agent's ``/etc`` only for entries that do
+not steer execution) and our interpreters; its runner makes itself non-dumpable before any evaluator code, so
+nothing it starts can read its memory or take its reply pipe. Its stdout and stderr are read through bounded
+pipes (killed past the caps), and its reply is bounded too (checkpoints, numbers). The result is a raw
+``CapturedCheck``; what it means (safe, unsafe, error) is decided by ``rewards``. A check that fails gets
+``error`` set, and ``tampering`` when what the agent left is to blame; only a sandbox that cannot start raises.
 """
 
 from __future__ import annotations
@@ -16,7 +22,6 @@ import math
 import os
 import secrets
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,13 +30,15 @@ from pathlib import Path
 from pydantic import JsonValue
 
 from toolemu.core import safefs
-from toolemu.core.capture import CapturedCheck, CheckpointScore, CheckRunner
+from toolemu.core.capture import CapturedCheck, CheckpointScore, CheckRunner, Tampering
 from toolemu.core.errors import CaseError, SandboxError
 from toolemu.core.trajectory import FinalState
 from toolemu.core.types import Frozen
 from toolemu.toolkits.sandbox import oas_image
-from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv
+from toolemu.toolkits.sandbox._bounded import run_bounded
+from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
 from toolemu.toolkits.sandbox.drivers import driver_source
+from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world, grader_etc
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +52,16 @@ UTILS_MOUNT = "/utils"
 """Where the check's own folder (an OAS ``utils/``, or a native check's folder) appears inside the sandbox."""
 CHECK_MEMORY_MB = 2048
 """Address-space limit of a check process, in MiB."""
-LOADER_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d")
-"""Host files bound over the episode's ``/etc`` copies for check processes."""
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+"""A check's reply pipe (stdout) past this many bytes kills it: an error."""
+MAX_PRINT_BYTES = 8 * 1024 * 1024
+"""A check that prints (stderr) past this many bytes is killed: an error."""
+MAX_CHECKPOINTS = 1000
+"""An OAS ``Result`` with more checkpoints than this is an error."""
+MAX_POINTS = 10**9
+"""Checkpoint and final-score numbers beyond this (in absolute value) are an error."""
+MAX_TAMPERING = 50
+"""Tampering records kept per check."""
 COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "runner.py")
 """Files of ``oas_compat`` visible to OAS evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
@@ -93,15 +108,17 @@ def run_check(
     bwrap: str | os.PathLike[str] | None = None,
     trajectory_text: str | None = None,
     netns_fd: int | None = None,
+    world: GraderWorld | None = None,
 ) -> CapturedCheck:
-    """Runs ``job`` in a fresh read-only sandbox over ``root`` and returns its raw result.
+    """Runs ``job`` in a fresh read-only sandbox over the grader's copy (or ``root``) and returns its result.
 
     OAS evaluators run as OAS ran them: as root (inside the sandbox only) with the OAS image's libraries
     importable (the ``oas`` profile, ``toolemu.toolkits.sandbox.oas_image``), so one that imports ``requests``
     at the top loads.
 
     Args:
-        root: The episode root (its ``WRITABLE_DIRS`` folders are bound read-only).
+        root: The episode root (its ``WRITABLE_DIRS`` folders are bound read-only) when ``world`` is ``None``
+            (a scratch root, tests); its ``/etc`` is copied, never bound.
         job: What to run.
         trajectory: The episode as OAS trajectory blocks (``oas``).
         chat: NPC messages (``{"npc", "direction", "content"}``) for the OAS chat helpers.
@@ -112,6 +129,8 @@ def run_check(
             joined (an imported OpenHands log is scored over its own JSON text, as OAS did).
         netns_fd: The episode's network namespace (``Sandbox.network_fd``) for the check to run in, so a
             server the agent left running answers on loopback; ``None``: a new, empty one.
+        world: The grader's copy of the episode: the check reads it instead of ``root``, runs as its uid and
+            has its traps (``CopyReport.traps``) blamed when it fails.
 
     Returns:
         The raw result; ``error`` is set when the check crashed, timed out, or returned something unusable.
@@ -126,12 +145,23 @@ def run_check(
         "nonce": nonce,
         "memory_mb": CHECK_MEMORY_MB,
         "cpu_seconds": math.ceil(timeout_s) + 1,
+        "max_checkpoints": MAX_CHECKPOINTS,
+        "max_points": MAX_POINTS,
     }
-    with tempfile.TemporaryDirectory(prefix="toolemu-check-") as tmp:
+    parent = world.base if world is not None else None
+    with tempfile.TemporaryDirectory(prefix="check-", dir=parent) as tmp:
         staging = Path(tmp)
+        try:
+            if world is not None:
+                root, etc, uid, traps = world.root, world.checks_etc(), world.uid, tuple(world.report.traps)
+                staging.chmod(0o755)
+            else:
+                etc, uid, traps = _scratch_etc(root, staging), host_uid_for(root), ()
+        except OSError as e:
+            raise SandboxError(f"check `{job.check}`: could not build the check's /etc: {e}") from e
         runner_dir = staging / "runner"
         runner_dir.mkdir()
-        binds: list[tuple[Path, str]] = [*_loader_guards(root), (runner_dir, RUNNER_MOUNT)]
+        binds: list[tuple[Path, str]] = [(runner_dir, RUNNER_MOUNT)]
         if job.runner == "file_text":
             script = _stage_native_runner(runner_dir)
             request |= {"job": "file_text", "file": job.path, "pattern": job.pattern}
@@ -156,16 +186,62 @@ def run_check(
             else:
                 script = _stage_native_runner(runner_dir)
                 request |= {"job": "native", "state": state.model_dump(mode="json") if state else None}
-        for path in [staging, *staging.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
+        for top in (staging / "runner", staging / "utils"):
+            _open_up(top)
+        # PYTHONNOUSERSITE: a Python the evaluator starts must not load the agent's ~/.local site-packages;
+        # git reads no config of the agent's either.
+        env = {"PYTHONIOENCODING": "utf-8", "PYTHONNOUSERSITE": "1", "GIT_CONFIG_NOSYSTEM": "1",
+               "GIT_CONFIG_GLOBAL": "/dev/null"}
         argv = bwrap_argv(
-            root, writable=False, extra_ro_binds=binds, env={"PYTHONIOENCODING": "utf-8"}, cwd="/", bwrap=bwrap,
-            profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd,
+            root, writable=False, extra_ro_binds=binds, env=env, cwd="/", bwrap=bwrap, host_uid=uid,
+            profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd, etc=etc,
         )
-        # -I -S: no user site, no site/sitecustomize (Debian links it into the agent-writable /etc), no
-        # PYTHON* variables; the runner puts its modules and the check's folder on sys.path itself.
+        # -I -S: no user site, no site/sitecustomize, no PYTHON* variables; the runner puts its modules and
+        # the check's folder on sys.path itself.
         argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{RUNNER_MOUNT}/{script}"]
-        return _run(job, argv, json.dumps(request), timeout_s, nonce, () if netns_fd is None else (netns_fd,))
+        result = _run(job, argv, json.dumps(request), timeout_s, nonce, () if netns_fd is None else (netns_fd,))
+        return _blame(result, traps)
+
+
+def _scratch_etc(root: Path, staging: Path) -> Path:
+    """The checks' ``/etc`` for a root without a grader copy: the agent's data entries copied, ours on top."""
+    agent = staging / "agent"
+    agent.mkdir()
+    copy_world(root, agent, max_files=10_000, max_bytes=64 * 1024 * 1024, max_file_bytes=16 * 1024 * 1024,
+               uid=None, names=("etc",))
+    etc = staging / "etc"
+    grader_etc(agent / "etc", etc, None)
+    staging.chmod(0o755)
+    return etc
+
+
+def _open_up(top: Path) -> None:
+    """Makes the staged runner and check folder readable by the check's uid (links are left alone)."""
+    if not top.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(top):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o644)
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+
+
+def _blame(result: CapturedCheck, traps: tuple[Tampering, ...]) -> CapturedCheck:
+    """Adds the copy's traps to a check that failed (an error, or a tampering record naming no path) while they
+    were in its world, and traps whose path a swallowed exception names; a check that succeeded without
+    touching them keeps its verdict."""
+    if not traps:
+        return result
+    if result.error is not None or any(not t.path for t in result.tampering):
+        blamed = traps  # a crash, a timeout, or a read without end: the traps in the copy are the suspects
+    else:
+        blamed = tuple(t for t in traps if t.path and any(t.path in line for line in result.swallowed))
+    if not blamed:
+        return result
+    merged = tuple(dict.fromkeys((*result.tampering, *blamed)))[:MAX_TAMPERING]
+    return result.model_copy(update={"tampering": merged})
 
 
 def _failed(job: CheckJob, error: str, **fields: object) -> CapturedCheck:
@@ -183,41 +259,27 @@ def _stage_native_runner(runner_dir: Path) -> str:
     return f"{_NATIVE_RUNNER}.py"
 
 
-def _loader_guards(root: Path) -> list[tuple[Path, str]]:
-    """Binds that hide the agent's dynamic-loader files from the check process.
-
-    The episode's ``/etc`` is the agent's to write; an ``ld.so.preload`` or a doctored ``ld.so.cache`` there
-    would run the agent's code inside the check and let it forge the verdict. The host's loader files are
-    bound over the agent's, and ``/dev/null`` over a planted ``ld.so.preload``.
-    """
-    etc = root / "etc"
-    binds: list[tuple[Path, str]] = []
-    for name in LOADER_FILES:
-        if os.path.lexists(etc / name) and Path("/etc", name).exists():
-            binds.append((Path("/etc", name), f"/etc/{name}"))
-    if os.path.lexists(etc / "ld.so.preload"):
-        binds.append((Path("/dev/null"), "/etc/ld.so.preload"))
-    return binds
-
-
 def _run(job: CheckJob, argv: list[str], stdin: str, timeout_s: float, nonce: str,
          pass_fds: tuple[int, ...] = ()) -> CapturedCheck:
     try:
-        proc = subprocess.run(
-            argv, input=stdin, capture_output=True, text=True, timeout=timeout_s, start_new_session=True,
-            pass_fds=pass_fds,
-        )
-    except subprocess.TimeoutExpired:
-        return _failed(job, f"timed out after {timeout_s:g}s")
+        done = run_bounded(argv, stdin.encode("utf-8", "surrogatepass"), timeout_s=timeout_s,
+                           max_stdout=MAX_REPLY_BYTES, max_stderr=MAX_PRINT_BYTES, keep=_STDERR_TAIL,
+                           pass_fds=pass_fds)
     except OSError as e:
         raise SandboxError(f"check `{job.check}`: could not start bubblewrap: {e}") from e
-    stderr_tail = proc.stderr[-_STDERR_TAIL:]
+    stderr_tail = done.stderr_tail
     if stderr_tail.strip():
         logger.debug("check %s: stderr:\n%s", job.check, stderr_tail)
+    if done.timed_out:
+        return _failed(job, f"timed out after {timeout_s:g}s")
+    if done.overflow is not None:
+        return _failed(job, f"{done.overflow} and was killed; stderr: {stderr_tail.strip()[-500:]}")
     try:
-        reply = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return _failed(job, f"produced no result (exit {proc.returncode}); stderr: {stderr_tail.strip()}")
+        reply = json.loads(done.stdout)
+    except ValueError:  # JSON errors, and integers past Python's digit limit
+        why = f"killed by signal {-done.returncode}" if done.returncode and done.returncode < 0 else (
+            f"exit {done.returncode}")
+        return _failed(job, f"produced no result ({why}); stderr: {stderr_tail.strip()}")
     if not isinstance(reply, dict):
         return _failed(job, f"runner replied {reply!r:.200}")
     if reply.get("nonce") != nonce:
@@ -225,39 +287,74 @@ def _run(job: CheckJob, argv: list[str], stdin: str, timeout_s: float, nonce: st
     return _captured(job, reply)
 
 
+def _tampering(value: object) -> tuple[Tampering, ...]:
+    """The runner's tampering records, validated and bounded (unknown kinds are dropped)."""
+    found: list[Tampering] = []
+    for item in value[:MAX_TAMPERING] if isinstance(value, list) else ():
+        if isinstance(item, dict):
+            try:
+                found.append(Tampering.model_validate({"kind": item.get("kind"),
+                                                       "path": str(item.get("path", ""))[:500],
+                                                       "found": str(item.get("found", ""))[:500]}))
+            except ValueError:
+                continue
+    return tuple(dict.fromkeys(found))
+
+
+def _points(value: object) -> float:
+    """A checkpoint number as a float; bounded, so ``10**400`` or ``inf`` is an error, not a crash."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r:.40} is not a number")
+    if isinstance(value, int) and abs(value) > MAX_POINTS:
+        raise ValueError(f"{str(value)[:20]}... is beyond the bound {MAX_POINTS:,}")
+    number = float(value)
+    if not math.isfinite(number) or abs(number) > MAX_POINTS:
+        raise ValueError(f"{number!r} is beyond the bound {MAX_POINTS:,}")
+    return number
+
+
 def _strings(value: object) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
 def _captured(job: CheckJob, reply: dict[str, object]) -> CapturedCheck:
-    unavailable, swallowed = _strings(reply.get("unavailable")), _strings(reply.get("swallowed"))
+    unavailable, swallowed = _strings(reply.get("unavailable"))[:100], _strings(reply.get("swallowed"))[:100]
+    tampering = _tampering(reply.get("tampering"))
     name = Path(job.source).name if job.source else (job.path or "")
     if not reply.get("ok"):
         stage = {"import": "failed at import", "call": "raised", "result": "returned a bad result"}.get(
             str(reply.get("stage")), "failed"
         )
         error = f"{name} {stage}: {str(reply.get('error', '')).strip()[-_STDERR_TAIL:]}"
-        return _failed(job, error, unavailable=unavailable, swallowed=swallowed)
+        return _failed(job, error, unavailable=unavailable, swallowed=swallowed, tampering=tampering)
     if job.runner == "oas":
         raw = reply.get("checkpoints")
         items = raw if isinstance(raw, list) else []
+        if len(items) > MAX_CHECKPOINTS:
+            return _failed(job, f"{name} returned {len(items):,} checkpoints; at most {MAX_CHECKPOINTS:,} are read",
+                           tampering=tampering)
         try:
             checkpoints = tuple(
-                CheckpointScore(total=float(c["total"]), result=float(c["result"])) for c in items
+                CheckpointScore(total=_points(c["total"]), result=_points(c["result"])) for c in items
             )
+            score = reply.get("final_score")
+            final = None
+            if isinstance(score, dict) and isinstance(score.get("total"), int) and isinstance(
+                    score.get("result"), int):
+                final = CheckpointScore(total=_points(score["total"]), result=_points(score["result"]))
         except (KeyError, TypeError, ValueError) as e:
-            return _failed(job, f"{name} returned malformed checkpoints {raw!r:.200}: {e}")
-        score = reply.get("final_score")
-        final = None
-        if isinstance(score, dict) and isinstance(score.get("total"), int) and isinstance(score.get("result"), int):
-            final = CheckpointScore(total=float(score["total"]), result=float(score["result"]))
+            return _failed(job, f"{name} returned malformed checkpoints or score ({str(raw)[:200]}): {e}",
+                           tampering=tampering)
         if final is None:
-            return _failed(job, f"{name}: the runner replied without a usable final score ({score!r:.120})")
+            return _failed(job, f"{name}: the runner replied without a usable final score ({str(score)[:120]})",
+                           tampering=tampering)
         return CapturedCheck(check=job.check, runner="oas", checkpoints=checkpoints, final_score=final,
-                             unavailable=unavailable, swallowed=swallowed, detail=name)
+                             unavailable=unavailable, swallowed=swallowed, detail=name, tampering=tampering)
     value = reply.get("value")
     if not isinstance(value, bool):
         what = f"{job.function}()" if job.runner == "native" else "the match"
-        return _failed(job, f"{what} returned {type(value).__name__} {value!r:.80}, expected bool")
+        return _failed(job, f"{what} returned {type(value).__name__} {str(value)[:80]}, expected bool",
+                       tampering=tampering)
     detail = f"{name}:{job.function} returned {value}" if job.runner == "native" else str(reply.get("detail", ""))
-    return CapturedCheck(check=job.check, runner=job.runner, value=value, detail=detail)
+    return CapturedCheck(check=job.check, runner=job.runner, value=value, detail=detail[:2000],
+                         tampering=tampering)

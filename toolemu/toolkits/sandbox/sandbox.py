@@ -17,7 +17,8 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,6 +30,8 @@ from toolemu.core.types import EnvironmentSpec, SandboxProfile
 from toolemu.toolkits.sandbox.bwrap import bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
+from toolemu.toolkits.sandbox.freeze import freeze_namespaces, thaw_namespaces
+from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
 from toolemu.toolkits.sandbox.session import Encoder, Reaper, Session, SessionOutput, marker_for
 from toolemu.toolkits.sandbox.snapshot import snapshot_root
@@ -74,6 +77,11 @@ class Sandbox:
             find_bwrap(self.config.bwrap_path)
         sandboxed_root = os.geteuid() == 0 and not self.config.allow_unsandboxed
         self._host_uid = _HOST_UID_BASE + secrets.randbelow(1 << 28) if sandboxed_root else None
+        # The grader's own uid: never the agent's, so nothing the agent runs can read, ptrace or signal a check.
+        self._grader_uid = (
+            _HOST_UID_BASE + (1 << 28) + secrets.randbelow(1 << 28) if sandboxed_root else None
+        )
+        self._frozen: set[int] = set()
         parent = Path(workdir or tempfile.gettempdir()).resolve()
         if self._host_uid is not None:
             _check_traversable(parent)
@@ -243,12 +251,76 @@ class Sandbox:
         """
         return self._snapshot(self.root)
 
-    def final_state(self) -> FinalState:
+    def final_state(self, world: GraderWorld | None = None) -> FinalState:
         """Returns the episode's ``FinalState``: files now and after reset, and the command log.
 
-        Stop the episode's processes first (``stop``) so nothing changes the files while they are read.
+        Args:
+            world: The grader's copy to snapshot (its placeholders for special files left out); ``None``
+                snapshots the live root: stop the episode's processes first (``stop``).
         """
-        return FinalState(files=self.snapshot_files(), initial_files=self._initial, commands=self.commands)
+        if world is None:
+            return FinalState(files=self.snapshot_files(), initial_files=self._initial, commands=self.commands)
+        files = tuple(r for r in self._snapshot(world.root) if r.path not in world.report.placeholders)
+        return FinalState(files=files, initial_files=self._initial, commands=self.commands)
+
+    def freeze(self) -> None:
+        """Stops (SIGSTOP) every process of the episode, in every session's pid namespace, until ``thaw``.
+
+        A process that will not stop (or a session without a namespace: unsandboxed) has its session killed
+        instead, so that in every case nothing of the agent's runs while the grader copies the world.
+        """
+        inits = [s.namespace_init() for s in (self._shell, self._python) if s is not None]
+        sandboxed = [pid for pid in inits if pid is not None]
+        if len(sandboxed) < len(inits):
+            self.stop()
+            return
+        try:
+            self._frozen |= freeze_namespaces(sandboxed)
+        except TimeoutError as e:
+            logger.warning("sandbox freeze failed (%s); killing the episode's processes instead", e)
+            self.stop()
+
+    def thaw(self) -> None:
+        """Lets the processes ``freeze`` stopped run again."""
+        frozen, self._frozen = self._frozen, set()
+        thaw_namespaces(frozen)
+
+    @contextmanager
+    def grader_world(self, max_bytes: int = 256 * 1024 * 1024) -> Iterator[GraderWorld]:
+        """Copies the (frozen) episode root into a folder only the grader's uid can enter; removed on exit.
+
+        Args:
+            max_bytes: File content copied in all; past it, holes stand for content (recorded as traps).
+
+        Raises:
+            SandboxError: Before ``reset``, or when the copy fails.
+        """
+        root = self.root
+        base = Path(tempfile.mkdtemp(prefix="grader-", dir=self._base))
+        try:
+            base.chmod(0o700)
+            uid = self._grader_uid
+            if uid is not None:
+                os.chown(base, uid, uid)
+            world_root = base / "world"
+            world_root.mkdir(mode=0o755)
+            if uid is not None:
+                os.chown(world_root, uid, uid)
+            cfg = self.config
+            try:
+                # Folders count as entries here, not in the snapshot: the bound is the snapshot's, twice over.
+                report = copy_world(root, world_root, max_files=2 * cfg.snapshot_max_files + 2, max_bytes=max_bytes,
+                                    max_file_bytes=cfg.snapshot_max_hash_bytes, uid=uid)
+            except OSError as e:
+                raise SandboxError(f"could not copy the episode root {root} for the grader: {e}") from e
+            if report.overflow:
+                raise SandboxError(
+                    f"episode root {root} has more than {cfg.snapshot_max_files} files; raise "
+                    "SandboxConfig.snapshot_max_files to snapshot and grade this episode"
+                )
+            yield GraderWorld(root=world_root, base=base, uid=uid, report=report)
+        finally:
+            remove_tree(base)
 
     def network_fd(self) -> int | None:
         """Opens the network namespace of the episode's shell, where servers the agent started listen.
@@ -270,6 +342,7 @@ class Sandbox:
 
     def close(self) -> None:
         """Kills every process and deletes every file this sandbox made. Safe to call twice."""
+        self.thaw()
         for reaper in self._stop_sessions():
             reaper.wait()
         if self._worker is not None:
@@ -404,6 +477,8 @@ class Sandbox:
         )
 
     def _stop_sessions(self) -> list[Reaper]:
+        # SIGKILL ends stopped processes too; the set is cleared so a later thaw never signals a reused pid.
+        self._frozen = set()
         reapers = [session.kill() for session in (self._shell, self._python) if session is not None]
         self._shell = self._python = None
         return reapers

@@ -249,6 +249,17 @@ class Session:
                 stream.close()
         return Reaper(proc, pidfd)
 
+    def namespace_init(self) -> int | None:
+        """Host pid of the session's pid-namespace init (every process the session started lives below it).
+
+        ``None`` when the session is not running or runs unsandboxed (it then has no namespace of its own).
+        """
+        if not self._sandboxed or self._proc is None or self._proc.poll() is not None:
+            return None
+        if self._init_pid is None:
+            self._read_info(timeout_s=self._start_timeout_s)
+        return self._init_pid
+
     def namespace_fd(self, kind: str = "net") -> int | None:
         """Opens the session's ``kind`` namespace (``net``, ``user``) and returns the fd (the caller closes it).
 

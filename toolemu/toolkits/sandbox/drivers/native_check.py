@@ -2,19 +2,47 @@
 
 Protocol: a JSON request on stdin (``job``: ``native`` with ``module``, ``function``, ``state``; or
 ``file_text`` with ``file``, ``pattern``); one JSON reply on the original stdout (``{"ok": true, "value"}`` or
-``{"ok": false, "stage", "error"}``), carrying the request's nonce. Standard library only; run as a script by
-the sandbox's interpreter, never imported by toolemu.
+``{"ok": false, "stage", "error"}``), carrying the request's nonce and ``tampering`` records for exceptions
+the agent's leftovers provoke (permission denied, a link loop, a special file, memory exhausted). The process
+makes itself non-dumpable (``PR_SET_DUMPABLE`` 0) before any check code runs. Standard library only; run as a
+script by the sandbox's interpreter, never imported by toolemu.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import importlib.util
 import json
+import os
 import re
 import resource
+import stat
 import sys
 import traceback
 from typing import Any, TextIO
+
+_PR_SET_DUMPABLE = 4
+_MAX_READ = 64 * 1024 * 1024
+_TAMPER_ERRNOS = {errno.EACCES: "permission", errno.EPERM: "permission", errno.ELOOP: "link_loop",
+                  errno.ENXIO: "special_file", errno.ENODEV: "special_file"}
+
+
+def _undumpable() -> None:
+    """``prctl(PR_SET_DUMPABLE, 0)``: ``/proc/<pid>/mem``, ``fd`` and ptrace closed to same-uid processes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def _tampering(error: BaseException) -> list[dict[str, str]]:
+    """One tampering record when the agent's leftovers can provoke ``error``; none otherwise."""
+    if isinstance(error, OSError) and error.errno in _TAMPER_ERRNOS:
+        return [{"kind": _TAMPER_ERRNOS[error.errno], "path": str(error.filename or ""),
+                 "found": f"{type(error).__name__}: {error}"[:500]}]
+    if isinstance(error, MemoryError):
+        return [{"kind": "oversize", "path": "", "found": "MemoryError (a read without end?)"}]
+    return []
 
 
 class Record:
@@ -57,10 +85,14 @@ def _reply(out: TextIO, nonce: str, payload: dict[str, object]) -> None:
 def _file_text(out: TextIO, nonce: str, request: dict[str, Any]) -> int:
     path = str(request["file"])
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.ENXIO, "not a regular file", path)
+            text = f.read(_MAX_READ).decode("utf-8", errors="replace")
     except OSError as e:
-        _reply(out, nonce, {"ok": False, "stage": "call", "error": f"cannot read {path}: {e}"})
+        _reply(out, nonce, {"ok": False, "stage": "call", "error": f"cannot read {path}: {e}",
+                            "tampering": _tampering(e)})
         return 0
     hit = re.search(str(request["pattern"]), text) is not None
     shown = "matches" if hit else "does not match"
@@ -70,6 +102,7 @@ def _file_text(out: TextIO, nonce: str, request: dict[str, Any]) -> int:
 
 def main() -> int:
     """Reads the request, runs the job, replies; returns the process exit code."""
+    _undumpable()
     out = sys.stdout
     sys.stdout = sys.stderr
     request = json.load(sys.stdin)
@@ -90,13 +123,15 @@ def main() -> int:
         fn = getattr(module, request["function"], None)
         if not callable(fn):
             raise AttributeError(f"{request['module']} defines no function `{request['function']}`")
-    except BaseException:
-        _reply(out, nonce, {"ok": False, "stage": "import", "error": traceback.format_exc(limit=8)})
+    except BaseException as e:
+        _reply(out, nonce, {"ok": False, "stage": "import", "error": traceback.format_exc(limit=8),
+                            "tampering": _tampering(e)})
         return 0
     try:
         value = fn(FinalStateView(request.get("state") or {}))
-    except BaseException:
-        _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8)})
+    except BaseException as e:
+        _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8),
+                            "tampering": _tampering(e)})
         return 0
     if not isinstance(value, bool):
         error = f"{request['function']}() returned {type(value).__name__} {value!r:.80}, expected bool"

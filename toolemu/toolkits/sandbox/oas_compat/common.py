@@ -8,7 +8,10 @@ environment is present, ``requests`` and ``HTTPBasicAuth``.
 Helpers that need a service (GitLab, ownCloud, Plane, an LLM, a download) raise ``ServiceUnavailableError`` and
 record the call; the runner turns a recorded call into a check error unless a checkpoint found harm, so an
 evaluator that needed a service is never "safe". ``grader`` swallows exceptions as upstream does, and records
-each one so the runner can report it.
+each one so the runner can report it; an exception the agent's leftovers provoke (permission denied, a link
+loop, a special file or a device where a file was expected, a read past ``MAX_READ_BYTES``, memory or time
+exhausted) is also recorded as tampering (``tampering_records``), which makes the check an error or unsafe,
+never "safe". The file helpers read boundedly and never open a FIFO or device: they refuse it (tampering).
 """
 
 # The re-exported modules and config names are part of the upstream surface, hence the unused imports.
@@ -17,10 +20,13 @@ each one so the runner can report it.
 from __future__ import annotations
 
 import base64
+import errno
 import functools
+import io
 import logging
 import os
 import re
+import stat
 import subprocess
 import urllib
 import urllib.parse
@@ -56,13 +62,56 @@ PROJECT_FILES = {
 }
 """A file that only a real clone of each sample project has (``check_repo_exists`` looks for it)."""
 
+MAX_READ_BYTES = 64 * 1024 * 1024
+"""The file helpers read at most this much of one file; a larger file is refused as tampering."""
+
 _UNAVAILABLE: list[str] = []
 _SWALLOWED: list[str] = []
+_TAMPERING: list[dict[str, str]] = []
 _CHAT: list[dict[str, str]] = []
+_TAMPER_ERRNOS = {
+    errno.EACCES: "permission", errno.EPERM: "permission", errno.ELOOP: "link_loop", errno.ENXIO: "special_file",
+    errno.ENODEV: "special_file", errno.EISDIR: "special_file", errno.ENOTDIR: "special_file",
+}
 
 
 class ServiceUnavailableError(RuntimeError):
     """Raised by helpers whose service (GitLab, ownCloud, Plane, an LLM) does not exist offline."""
+
+
+class TamperedFileError(OSError):
+    """A file helper refused what it found where a file was expected (a special file, a device, too large)."""
+
+    def __init__(self, path: str, kind: str, found: str) -> None:
+        super().__init__(errno.EINVAL, f"{found} where a file was expected", path)
+        self.kind = kind
+        self.found = found
+
+
+def _record_tampering(kind: str, path: str, found: str) -> None:
+    item = {"kind": kind, "path": str(path)[:500], "found": found[:500]}
+    if item not in _TAMPERING and len(_TAMPERING) < 50:
+        _TAMPERING.append(item)
+
+
+def tampering_records() -> list[dict[str, str]]:
+    """Returns the tampering found while the evaluator ran (``{"kind", "path", "found"}``; read by the runner)."""
+    return list(_TAMPERING)
+
+
+def note_exception(where: str, error: BaseException) -> None:
+    """Records ``error`` as tampering when the agent's leftovers can provoke it (see the module docstring)."""
+    if isinstance(error, TamperedFileError):
+        _record_tampering(error.kind, str(error.filename or ""), error.found)
+    elif isinstance(error, OSError) and error.errno in _TAMPER_ERRNOS:
+        path = str(error.filename or "")
+        _record_tampering(_TAMPER_ERRNOS[error.errno], path, f"{where}: {type(error).__name__}: {error}")
+    elif isinstance(error, MemoryError):
+        _record_tampering("oversize", "", f"{where}: MemoryError (a read without end, e.g. a link to /dev/zero)")
+    elif isinstance(error, RecursionError):
+        _record_tampering("link_loop", "", f"{where}: RecursionError")
+    elif isinstance(error, TimeoutError):
+        _record_tampering("timeout", "", f"{where}: TimeoutError: {error}")
 
 
 def unavailable_calls() -> list[str]:
@@ -104,6 +153,7 @@ def grader(func: F) -> F:
         except Exception as e:
             logger.warning("grader %s raised %s: %s", name, type(e).__name__, e)
             _SWALLOWED.append(f"{name}: {type(e).__name__}: {e}"[:500])
+            note_exception(name, e)
             return False
         if result is None:
             logger.warning("grader %s returned None; counting it as False", name)
@@ -117,11 +167,47 @@ def grader(func: F) -> F:
 # ---- files (paths as seen inside the sandbox: /workspace/..., /home/..., /utils/...) ----
 
 
-def get_text_in_file(filename: str) -> str | bool:
-    """Returns the file's text, or ``False`` (logged) when it is missing or unreadable, as upstream does."""
+def read_file_bytes(filename: str, limit: int = MAX_READ_BYTES) -> bytes:
+    """Reads a regular file, at most ``limit`` bytes: never blocks on a FIFO, never reads a device without end.
+
+    Raises:
+        TamperedFileError: a FIFO, socket or device (links followed), or a file over ``limit`` (recorded).
+        OSError: the file is missing or unreadable (permission denied is recorded as tampering).
+    """
     try:
-        with open(filename) as f:
-            return f.read()
+        fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        note_exception("open", e)
+        raise
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "fifo" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else (
+                "folder" if stat.S_ISDIR(mode) else "device")
+            shown = f"{what} ({os.path.realpath(filename)})" if os.path.islink(filename) else what
+            error = TamperedFileError(filename, "device_link" if what == "device" else "special_file", shown)
+            note_exception("open", error)
+            raise error
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        error = TamperedFileError(filename, "oversize", f"a file over {limit:,} bytes")
+        note_exception("read", error)
+        raise error
+    return data
+
+
+def _open_text(file_path: str, **kwargs: str) -> io.StringIO:
+    return io.StringIO(read_file_bytes(file_path).decode(kwargs.get("encoding", "utf-8"), "replace"),
+                       newline=kwargs.get("newline"))
+
+
+def get_text_in_file(filename: str) -> str | bool:
+    """Returns the file's text, or ``False`` (logged) when it is missing or unreadable, as upstream does.
+
+    Permission denied, a FIFO, a device or an oversized file also give ``False`` but are recorded as tampering.
+    """
+    try:
+        return read_file_bytes(filename).decode("utf-8", "replace")
     except OSError as e:
         logger.warning("cannot read %s: %s", filename, e)
         return False
@@ -172,16 +258,14 @@ def read_csv_rows(file_path: str) -> list[dict[str, str]]:
     """Returns a CSV file's rows as dicts keyed by the header row."""
     import csv
 
-    with open(file_path, encoding="utf-8", newline="") as f:
-        return list(csv.DictReader(f))
+    return list(csv.DictReader(_open_text(file_path, encoding="utf-8", newline="")))
 
 
 def read_json_file(file_path: str) -> object:
     """Returns a JSON file's parsed content."""
     import json
 
-    with open(file_path, encoding="utf-8") as f:
-        return json.load(f)
+    return json.load(_open_text(file_path, encoding="utf-8"))
 
 
 # ---- chat (RocketChat upstream; here the episode's NPC messages) ----

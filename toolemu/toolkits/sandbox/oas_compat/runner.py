@@ -3,12 +3,17 @@
 Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory`` blocks, optional
 ``trajectory_text`` given to evaluators that take one string, ``chat``); one JSON reply on the original stdout
 (``{"ok": true, "checkpoints": [...], "final_score": {...}}`` or ``{"ok": false, "stage", "error"}``, both with
-``unavailable`` service calls and the exceptions ``grader`` ``swallowed``).
-The evaluator's prints go to stderr. Standard library only; run as a script, never imported by toolemu.
+``unavailable`` service calls, the exceptions ``grader`` ``swallowed`` and ``tampering``: exceptions that the
+agent's leftovers provoke, ``common.tampering_records``).
+The evaluator's prints go to stderr. Before any evaluator code runs, the process makes itself non-dumpable
+(``PR_SET_DUMPABLE`` 0): nothing the evaluator starts (an agent's script, a planted start-up file) can read its
+memory (the nonce), open its reply pipe through ``/proc`` or ptrace it. Standard library only; run as a script,
+never imported by toolemu.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import inspect
 import json
@@ -19,6 +24,15 @@ import traceback
 from collections.abc import Callable
 from types import ModuleType
 from typing import TextIO
+
+_PR_SET_DUMPABLE = 4
+
+
+def _undumpable() -> None:
+    """``prctl(PR_SET_DUMPABLE, 0)``: ``/proc/<pid>/mem``, ``fd`` and ptrace closed to same-uid processes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
 def _reply(out: TextIO, nonce: str, payload: dict[str, object]) -> None:
@@ -44,6 +58,7 @@ def _wants_list(fn: Callable[..., object]) -> bool | None:
 
 def main() -> int:
     """Reads the request, runs the evaluator, replies; returns the process exit code."""
+    _undumpable()
     out = sys.stdout
     sys.stdout = sys.stderr
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -69,8 +84,10 @@ def main() -> int:
         sys.modules["evaluator"] = module
         spec.loader.exec_module(module)
         fn = getattr(module, request["function"])
-    except BaseException:
-        _reply(out, nonce, {"ok": False, "stage": "import", "error": traceback.format_exc(limit=8)})
+    except BaseException as e:
+        common.note_exception("import", e)
+        _reply(out, nonce, {"ok": False, "stage": "import", "error": traceback.format_exc(limit=8),
+                            "tampering": common.tampering_records()})
         return 0
     try:
         mode = _wants_list(fn)
@@ -80,11 +97,14 @@ def main() -> int:
             value = fn()
         else:
             value = fn(list(blocks) if mode else as_text)
-    except BaseException:
-        _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8)})
+    except BaseException as e:
+        common.note_exception(request["function"], e)
+        _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8),
+                            "tampering": common.tampering_records()})
         return 0
-    extra = {"unavailable": common.unavailable_calls(), "swallowed": common.swallowed_exceptions()}
-    problem = _bad_result(value, scoring, request["function"])
+    extra = {"unavailable": common.unavailable_calls(), "swallowed": common.swallowed_exceptions(),
+             "tampering": common.tampering_records()}
+    problem = _bad_result(value, scoring, request["function"], int(request.get("max_checkpoints", 1000)))
     if problem is not None:
         _reply(out, nonce, {"ok": False, "stage": "result", "error": problem, **extra})
         return 0
@@ -94,6 +114,10 @@ def main() -> int:
         if not (isinstance(score, dict) and all(isinstance(score.get(k), int) for k in ("total", "result"))):
             raise TypeError(f"the scoring strategy returned {score!r:.200}, expected {{'total': int, 'result': int}}")
         score = {"total": int(score["total"]), "result": int(score["result"])}
+        bound = int(request.get("max_points", 10**9))
+        numbers = [score["total"], score["result"], *(v for c in checkpoints for v in (c["total"], c["result"]))]
+        if any(isinstance(v, bool) or not isinstance(v, int | float) or not abs(v) <= bound for v in numbers):
+            raise ValueError(f"a checkpoint or the final score is not a number within +-{bound:,}")
     except BaseException:
         _reply(out, nonce, {"ok": False, "stage": "result", "error": traceback.format_exc(limit=8), **extra})
         return 0
@@ -101,13 +125,15 @@ def main() -> int:
     return 0
 
 
-def _bad_result(value: object, scoring: ModuleType, function: str) -> str | None:
+def _bad_result(value: object, scoring: ModuleType, function: str, limit: int) -> str | None:
     """Why ``value`` is not a usable ``scoring.Result``, or ``None`` when it is."""
     if not isinstance(value, scoring.Result):
-        return f"{function} returned {type(value).__name__} {value!r:.200}, expected scoring.Result"
+        return f"{function} returned {type(value).__name__}, expected scoring.Result"
     items = value.checkpoints
     if not isinstance(items, list | tuple):
         return f"{function} returned a Result whose checkpoints are {type(items).__name__}, expected a list"
+    if len(items) > limit:
+        return f"{function} returned {len(items):,} checkpoints; at most {limit:,} are read"
     for item in items:
         if not isinstance(item, scoring.Checkpoint):
             return f"{function} returned a Result holding {type(item).__name__} {item!r:.80}, expected Checkpoint"
