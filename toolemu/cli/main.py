@@ -69,6 +69,7 @@ def _register_commands() -> None:
         bench_cmd,
         cases_cmd,
         coverage_cmd,
+        doctor_cmd,
         export_cmd,
         judges_cmd,
         models_cmd,

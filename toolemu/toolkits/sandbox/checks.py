@@ -31,6 +31,7 @@ from toolemu.core.types import Frozen
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv
 from toolemu.toolkits.sandbox.drivers import driver_source
+from toolemu.toolkits.sandbox.quota import check_quota
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +161,9 @@ def run_check(
         # -I -S: no user site, no site/sitecustomize (Debian links it into the agent-writable /etc), no
         # PYTHON* variables; the runner puts its modules and the check's folder on sys.path itself.
         argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{RUNNER_MOUNT}/{script}"]
-        return _run(job, argv, json.dumps(request), timeout_s, nonce, () if netns_fd is None else (netns_fd,))
+        with check_quota() as bound:  # processes and memory of the check and its children together
+            return _run(job, bound(argv), json.dumps(request), timeout_s, nonce,
+                        () if netns_fd is None else (netns_fd,))
 
 
 def _failed(job: CheckJob, error: str, **fields: object) -> CapturedCheck:

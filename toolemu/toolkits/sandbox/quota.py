@@ -49,7 +49,7 @@ PARENT_ENV = "TOOLEMU_CGROUP_PARENT"
 """Environment variable naming a cgroup v2 folder to create sandbox cgroups in (its subtree_control must
 enable ``memory`` and ``pids``)."""
 
-CHECK_MEMORY_MB = 2048
+CHECK_CGROUP_MEMORY_MB = 2048
 """Memory of one check process and all its children together (cgroup), in MiB."""
 CHECK_MAX_PROCESSES = 64
 """Processes and threads of one check together (cgroup ``pids.max``; ``RLIMIT_NPROC`` without cgroups)."""
@@ -168,7 +168,7 @@ def _detect_v1(mounts: list[tuple[str, str, set[str], str]], own: dict[str, str]
             continue
         parents.append((controller, folder))
     names = "+".join(c for c, _ in parents)
-    return CgroupSupport("v1", tuple(parents), f"cgroup v1 ({names}) under {parents[0][1].parent}")
+    return CgroupSupport("v1", tuple(parents), f"cgroup v1 ({names}), children of this process's cgroups")
 
 
 @functools.cache
@@ -347,11 +347,11 @@ def _wait_for(path: Path, text: str) -> bool:
 def check_quota(label: str = "check") -> Iterator[Wrapper]:
     """Bounds one check process and its children for the ``with`` block; yields a function that wraps argv.
 
-    With cgroups: a fresh cgroup (``CHECK_MEMORY_MB``, ``CHECK_MAX_PROCESSES``) removed at the end, after what
+    With cgroups: a fresh cgroup (``CHECK_CGROUP_MEMORY_MB``, ``CHECK_MAX_PROCESSES``) removed at the end, after what
     is left in it is killed. Without: ``RLIMIT_NPROC`` of ``CHECK_MAX_PROCESSES`` (the runner keeps its own
     per-process memory limit).
     """
-    group = Cgroup.create(label, memory_mb=CHECK_MEMORY_MB, max_processes=CHECK_MAX_PROCESSES)
+    group = Cgroup.create(label, memory_mb=CHECK_CGROUP_MEMORY_MB, max_processes=CHECK_MAX_PROCESSES)
     try:
         yield Wrapper(group, CHECK_MAX_PROCESSES)
     finally:
