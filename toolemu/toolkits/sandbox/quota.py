@@ -261,15 +261,16 @@ class Cgroup:
             found.update(int(x) for x in _read(path).split())
         return sorted(found)
 
-    def memory_events(self) -> str:
-        """How often the memory cap was hit (``oom_kill`` count on v2, ``failcnt`` on v1), for messages."""
+    def oom_kills(self) -> int | None:
+        """How many processes the memory cap's OOM killer ended (``memory.events`` on v2, ``memory.oom_control``
+        on v1); ``None`` when the kernel does not say."""
         for controller, folder in self.folders:
-            if controller == "unified":
-                events = dict(line.split() for line in _read(folder / "memory.events").splitlines() if " " in line)
-                return f"oom_kill={events.get('oom_kill', '?')}"
-            if controller == "memory":
-                return f"failcnt={_read(folder / 'memory.failcnt') or '?'}"
-        return ""
+            name = {"unified": "memory.events", "memory": "memory.oom_control"}.get(controller)
+            if name is not None:
+                fields = dict(line.split(None, 1) for line in _read(folder / name).splitlines() if " " in line)
+                value = fields.get("oom_kill", "")
+                return int(value) if value.strip().isdigit() else None
+        return None
 
     def freeze(self) -> bool:
         """Freezes every process in the cgroup (``cgroup.freeze`` on v2, ``freezer.state`` on v1).

@@ -30,7 +30,8 @@ from toolemu.toolkits.sandbox.bwrap import bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.quota import Cgroup, mount_private_tmpfs, tree_usage, unmount
-from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
+from toolemu.toolkits.sandbox.seed import build_template, copy_root, sandbox_to_host
+from toolemu.toolkits.sandbox.seed import remove_tree as _remove_tree
 from toolemu.toolkits.sandbox.session import Encoder, Reaper, Session, SessionOutput, marker_for
 from toolemu.toolkits.sandbox.snapshot import Snapshot, snapshot_root
 
@@ -478,6 +479,16 @@ class Sandbox:
         reapers = [session.kill() for session in (self._shell, self._python) if session is not None]
         self._shell = self._python = None
         return reapers
+
+
+def remove_tree(path: Path) -> None:
+    """``seed.remove_tree``, or ``rm -rf`` for a tree too deep for it (the agent can nest 1,200 folders)."""
+    try:
+        _remove_tree(path)
+    except RecursionError:
+        done = subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True, check=False)
+        if done.returncode != 0:
+            raise OSError(f"rm -rf {path} failed: {done.stderr.decode(errors='replace').strip()}") from None
 
 
 def _check_traversable(folder: Path) -> None:
