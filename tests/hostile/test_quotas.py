@@ -21,8 +21,7 @@ from tests.hostile.support import case_with, make_env, make_tree
 from toolemu.core.trajectory import FinalState
 from toolemu.core.types import EnvironmentSpec
 from toolemu.envs import INFO_EVALUATION, INFO_FINAL_STATE, INFO_STATUS
-from toolemu.toolkits.sandbox import CheckJob, Sandbox, SandboxConfig, run_check
-from toolemu.toolkits.sandbox import quota
+from toolemu.toolkits.sandbox import CheckJob, Sandbox, SandboxConfig, quota, run_check
 from toolemu.toolkits.sandbox.quota import detect_cgroups
 
 pytestmark = pytest.mark.sandbox
