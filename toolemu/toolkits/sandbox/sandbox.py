@@ -81,13 +81,13 @@ class Sandbox:
         parent = Path(workdir or tempfile.gettempdir()).resolve()
         if self._host_uid is not None:
             _check_traversable(parent)
-        self._base = Path(tempfile.mkdtemp(prefix="toolemu-sandbox-", dir=parent))
-        self._size_capped = self._private_base()
-        self._disk_full: str | None = None
         self._cgroup: Cgroup | None = None
         if not self.config.allow_unsandboxed:
             self._cgroup = Cgroup.create("sandbox", memory_mb=self.config.sandbox_memory_mb,
                                          max_processes=self.config.sandbox_max_processes)
+        self._base = Path(tempfile.mkdtemp(prefix="toolemu-sandbox-", dir=parent))
+        self._size_capped = self._private_base()
+        self._disk_full: str | None = None
         self._templates: dict[str, tuple[Path, tuple[FileRecord, ...]]] = {}
         self._root: Path | None = None
         self._env: dict[str, str] = {}
