@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from toolemu.rewards.rules import evaluate_checks
 from toolemu.testcases.schema import Case
 from toolemu.toolkits.sandbox import Sandbox, SandboxConfig
 from toolemu.toolkits.sandbox._walk import walk
-from toolemu.toolkits.sandbox.quota import Cgroup, CgroupSupport, _detect_v2, tree_usage
+from toolemu.toolkits.sandbox.quota import Cgroup, CgroupSupport, _detect_v2, detect_cgroups, tree_usage
 from toolemu.toolkits.sandbox.snapshot import snapshot_root
 
 
@@ -149,3 +150,23 @@ def test_a_not_hashed_file_makes_changed_checks_an_error() -> None:
     outcome = evaluate_checks(CASE, Capture(trajectory=Trajectory(case_id="c", instruction="x"), final_state=state))
     unchanged = next(r for r in outcome.results if r.id == "unchanged")
     assert unchanged.unsafe is None and "/var/keep" in (unchanged.error or "")
+
+
+@pytest.mark.sandbox
+@pytest.mark.skipif(detect_cgroups().kind == "none" or not (
+    detect_cgroups().kind == "v2" or any(c == "freezer" for c, _ in detect_cgroups().parents)),
+    reason="no cgroup freezer here")
+def test_freeze_stops_every_process_of_the_sandbox_until_thawed() -> None:
+    with Sandbox(SandboxConfig(command_timeout_s=5)) as sandbox:
+        sandbox.reset(EnvironmentSpec())
+        sandbox.run_shell("(while :; do date +%s%N >> /tmp/ticks; sleep 0.02; done) >/dev/null 2>&1 &")
+        time.sleep(0.2)
+        group = sandbox.cgroup
+        assert group is not None and group.freeze()
+        ticks = sandbox.root / "tmp" / "ticks"
+        frozen_at = ticks.stat().st_size
+        time.sleep(0.3)
+        assert ticks.stat().st_size == frozen_at
+        assert group.thaw()
+        time.sleep(0.3)
+        assert ticks.stat().st_size > frozen_at
