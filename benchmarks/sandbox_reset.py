@@ -3,8 +3,8 @@
 Each figure is measured twice in one run, with the quotas (cgroup, size-capped tmpfs root) and without them
 (the same code with both turned off), and printed with their ratio.
 
-Run: python benchmarks/sandbox_reset.py [--episodes 30] [--steps 200] [--workdir DIR] [--episode-ms MS]
-     [--profile default|oas]
+Run: python benchmarks/sandbox_reset.py [--episodes 30] [--steps 200] [--rounds 3] [--workdir DIR]
+     [--episode-ms MS] [--profile default|oas]
 Goals: reset <= 20 ms; step overhead (Terminal `true` minus a direct `subprocess.run(["true"])`) <= 10 ms.
 """
 
@@ -23,7 +23,7 @@ import toolemu.toolkits.sandbox.sandbox as sandbox_module
 from toolemu.core.types import EmulationContext, EnvironmentSpec, SeedFile, ToolCall
 from toolemu.toolkits.base import EpisodeSetup
 from toolemu.toolkits.real import TerminalToolkit
-from toolemu.toolkits.sandbox import Sandbox
+from toolemu.toolkits.sandbox import Sandbox, SandboxConfig, snapshot_root
 from toolemu.toolkits.sandbox.quota import detect_cgroups
 
 ENV = EnvironmentSpec(
@@ -70,8 +70,10 @@ def _quotas(enabled: bool) -> Iterator[None]:
         sandbox_module.Cgroup.create, sandbox_module.mount_private_tmpfs = saved  # type: ignore[method-assign]
 
 
-def _measure(args: argparse.Namespace, env: EnvironmentSpec, setup: EpisodeSetup, quotas: bool) -> dict[str, float]:
-    """Median reset, first command, episode end (stop + snapshot) and step, in ms, for one setting."""
+def _measure(
+    args: argparse.Namespace, env: EnvironmentSpec, setup: EpisodeSetup, quotas: bool
+) -> dict[str, list[float]]:
+    """Reset, first command, episode end (stop + snapshot) and step samples, in s, for one setting."""
     with _quotas(quotas), Sandbox(workdir=args.workdir) as sandbox:
         kit = TerminalToolkit(sandbox)
         sandbox.reset(env)
@@ -91,8 +93,26 @@ def _measure(args: argparse.Namespace, env: EnvironmentSpec, setup: EpisodeSetup
         bin_steps = [_timed(lambda: kit.call(BIN_TRUE, [])) for _ in range(args.steps)]
         capped = sandbox.size_capped
         grouped = sandbox.cgroup is not None
-    return {"reset": _median_ms(resets), "first": _median_ms(first), "end": _median_ms(ends),
-            "step": _median_ms(steps), "bin": _median_ms(bin_steps), "capped": capped, "cgroup": grouped}
+    return {"reset": resets, "first": first, "end": ends, "step": steps, "bin": bin_steps,
+            "capped": [float(capped)], "cgroup": [float(grouped)]}
+
+
+def _sparse_snapshot_ms(workdir: Path | None) -> tuple[float, float]:
+    """Snapshot time of a root holding one 32 GB sparse file, and of one holding 500 sparse 64 MiB files."""
+    figures = []
+    for count, size in ((1, 32 * 2**30), (500, 64 * 2**20)):
+        with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+            root = Path(tmp)
+            (root / "workspace").mkdir()
+            for i in range(count):
+                with open(root / "workspace" / f"sparse{i}", "wb") as f:
+                    f.write(b"data")
+                    f.truncate(size)
+            start = time.perf_counter()
+            snap = snapshot_root(root, SandboxConfig())
+            figures.append((time.perf_counter() - start) * 1000)
+            assert snap.overflow is None and len(snap.files) == count
+    return figures[0], figures[1]
 
 
 def main() -> None:
@@ -100,6 +120,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=30)
     parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds without and with the quotas")
     parser.add_argument(
         "--workdir", type=Path, default=None, help="host folder for sandbox roots (default: TMPDIR)"
     )
@@ -113,14 +134,20 @@ def main() -> None:
     env = ENV.model_copy(update={"sandbox_profile": args.profile})
     setup = SETUP.model_copy(update={"environment": env})
 
-    base = _measure(args, env, setup, quotas=False)
-    got = _measure(args, env, setup, quotas=True)
+    # Rounds alternate the two settings so that a change in the machine's load hits both alike.
+    samples: dict[bool, dict[str, list[float]]] = {False: {}, True: {}}
+    for _ in range(args.rounds):
+        for quotas in (False, True):
+            for key, values in _measure(args, env, setup, quotas).items():
+                samples[quotas].setdefault(key, []).extend(values)
+    base = {key: _median_ms(values) for key, values in samples[False].items()}
+    got = {key: _median_ms(values) for key, values in samples[True].items()}
     direct = [_timed(lambda: subprocess.run(["/bin/true"], check=True)) for _ in range(args.steps)]
     direct_ms = _median_ms(direct)
     where = args.workdir or tempfile.gettempdir()
     print(
         f"episodes={args.episodes} steps={args.steps} seed_files={len(ENV.files)} workdir={where} "
-        f"episode_ms={args.episode_ms:g} profile={args.profile}"
+        f"episode_ms={args.episode_ms:g} profile={args.profile} rounds={args.rounds}"
     )
     cgroup, capped = ("on" if got[k] else "unavailable" for k in ("cgroup", "capped"))
     print(f"quotas: cgroup={cgroup} tmpfs_root={capped} ({detect_cgroups().reason})")
@@ -132,6 +159,8 @@ def main() -> None:
     print(f"direct_subprocess_bin_true_median_ms={direct_ms:.2f}")
     print(f"step_overhead_ms={got['bin'] - direct_ms:.2f}  (terminal /bin/true minus direct; goal <= 10)")
     print(f"step_ratio_terminal_vs_direct={got['bin'] / direct_ms:.2f}x")
+    one, many = _sparse_snapshot_ms(args.workdir)
+    print(f"snapshot_one_32gb_sparse_file_ms={one:.2f}  snapshot_500_sparse_64mib_files_ms={many:.2f}  (holes skipped)")
     for key, label in (("reset", "reset"), ("first", "first_command"), ("end", "episode_end"), ("bin", "step")):
         print(f"{label}_with_quotas_vs_without={got[key] / base[key]:.2f}x  ({got[key]:.2f} ms vs {base[key]:.2f} ms)")
 
