@@ -66,8 +66,8 @@ class Sandbox:
             mounted ``nosuid,nodev``; see ``toolemu.toolkits.sandbox.quota``.
 
     Raises:
-        SandboxError: When bubblewrap is missing and ``config.allow_unsandboxed`` is false, or ``workdir``
-            cannot be reached by the sandbox user.
+        SandboxError: When bubblewrap is missing and ``config.allow_unsandboxed`` is false, ``workdir``
+            cannot be reached by the sandbox user, or the host offers a cgroup that then cannot be set up.
     """
 
     def __init__(self, config: SandboxConfig | None = None, *, workdir: Path | None = None) -> None:
