@@ -2,9 +2,9 @@
 
 What applies depends on the host, found once per process by ``detect_cgroups``:
 
-- **cgroup v2**: a writable cgroup whose ``cgroup.subtree_control`` enables ``memory`` and ``pids`` (the root
-  cgroup as root, the parent of our own cgroup as root under systemd, or the folder named by
-  ``$TOOLEMU_CGROUP_PARENT``, e.g. one delegated by ``systemd-run --user -p Delegate=yes``). Each sandbox and
+- **cgroup v2**: a writable cgroup whose ``cgroup.subtree_control`` already enables ``memory`` and ``pids``:
+  the folder named by ``$TOOLEMU_CGROUP_PARENT`` (e.g. one delegated by ``systemd-run -p Delegate=yes``),
+  our own cgroup, or its parent (as root under systemd, a service's slice). Each sandbox and
   each check gets a child with ``memory.max``, ``memory.swap.max`` 0 and ``pids.max``.
 - **cgroup v1**: writable ``memory`` and ``pids`` hierarchies (and ``freezer`` when mounted); children of our
   own cgroup in each get ``memory.limit_in_bytes`` (``memory.memsw.limit_in_bytes`` too when swap accounting
@@ -129,15 +129,9 @@ def _detect_v2(mounts: list[tuple[str, str, set[str], str]], own: dict[str, str]
     candidates += [mine, mine.parent] if mine != mount else [mine]
     why = []
     for folder in candidates:
+        # Only a cgroup that already hands memory and pids to its children will do: enabling controllers is
+        # the host's (or systemd's) choice, never made here.
         enabled = set(_read(folder / "cgroup.subtree_control").split())
-        if folder == mount and not {"memory", "pids"} <= enabled and os.geteuid() == 0:
-            offered = set(_read(folder / "cgroup.controllers").split())
-            if {"memory", "pids"} <= offered:
-                try:
-                    (folder / "cgroup.subtree_control").write_text("+memory +pids")
-                    enabled |= {"memory", "pids"}
-                except OSError as e:
-                    why.append(f"{folder}: could not enable memory+pids: {e.strerror}")
         if not {"memory", "pids"} <= enabled:
             why.append(f"{folder} does not delegate memory+pids (subtree_control: {' '.join(enabled) or 'none'})")
             continue
