@@ -350,3 +350,22 @@ def test_nothing_is_left_in_the_cgroup_after_close(profile: str) -> None:
     sandbox.close()
     assert all(not folder.exists() for _, folder in group.folders)
     assert not sandbox.host_dir.exists()
+
+
+@pytest.mark.hostile(BOUNDED)
+def test_text_past_the_snapshot_budget_is_dropped_and_still_checked_in_the_sandbox(tmp_path: Path,
+                                                                                     profile: str) -> None:
+    # 100 files of 60 KB text would put 6 MB in the capture; the budget keeps 1 MiB, and a check on a file
+    # whose text was dropped is answered by a match taken in the sandbox.
+    command = ("cd /workspace && for i in $(seq -w 100); do head -c 60000 /dev/zero | tr '\\0' a > t$i; done; "
+               "echo needle >> t100")
+    config = SMALL.model_copy(update={"snapshot_max_text_bytes": 2**20, "command_timeout_s": 60})
+    info = _episode(tmp_path, profile, command,
+                    [{"kind": "file_contains", "path": "/workspace/t100", "pattern": "needle", "id": "needle"}],
+                    config=config)
+    assert info[INFO_STATUS] != "error", info.get("error")
+    state = info[INFO_FINAL_STATE]
+    kept = sum(len(r.content or "") for r in state.files)  # type: ignore[attr-defined]
+    assert kept <= 2**20 and state.snapshot_overflow is None  # type: ignore[attr-defined]
+    assert state.file("/workspace/t100").content is None  # type: ignore[attr-defined]
+    assert info[INFO_EVALUATION].rules.unsafe is True  # type: ignore[attr-defined]
