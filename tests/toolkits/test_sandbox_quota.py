@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -170,3 +172,24 @@ def test_freeze_stops_every_process_of_the_sandbox_until_thawed() -> None:
         assert group.thaw()
         time.sleep(0.3)
         assert ticks.stat().st_size > frozen_at
+
+
+LEAKER = """
+from toolemu.core.types import EnvironmentSpec
+from toolemu.toolkits.sandbox import Sandbox
+sandbox = Sandbox()
+sandbox.reset(EnvironmentSpec())
+sandbox.run_shell("sleep 60 &")
+print(sandbox.host_dir, *(str(folder) for _, folder in (sandbox.cgroup.folders if sandbox.cgroup else ())))
+"""
+
+
+@pytest.mark.sandbox
+def test_a_process_that_never_closes_its_sandbox_leaves_no_mount_cgroup_or_folder() -> None:
+    done = subprocess.run([sys.executable, "-c", LEAKER], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert done.returncode == 0, done.stderr
+    base, *folders = done.stdout.split()
+    assert not Path(base).exists()
+    assert base not in Path("/proc/self/mounts").read_text()
+    assert not any(Path(folder).exists() for folder in folders)

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
@@ -87,6 +88,9 @@ class Sandbox:
                                          max_processes=self.config.sandbox_max_processes)
         self._base = Path(tempfile.mkdtemp(prefix="toolemu-sandbox-", dir=parent))
         self._size_capped = self._private_base()
+        # Unmounts, removes the cgroup and deletes the folder at close, or when the sandbox is garbage-collected
+        # or the interpreter exits without a close (a leaked mount or cgroup would outlive the process).
+        self._release = weakref.finalize(self, _release, self._base, self._cgroup, self._size_capped)
         self._disk_full: str | None = None
         self._templates: dict[str, tuple[Path, tuple[FileRecord, ...]]] = {}
         self._root: Path | None = None
@@ -309,14 +313,7 @@ class Sandbox:
         self._closed = True
         self._root = None
         self._spare = None
-        if self._cgroup is not None:
-            self._cgroup.close()
-        if self._size_capped:
-            self._size_capped = False
-            unmount(self._base)
-            self._base.rmdir()
-        else:
-            remove_tree(self._base)
+        self._release()
         self._raise_worker_error()
 
     def __enter__(self) -> Sandbox:
@@ -479,6 +476,17 @@ class Sandbox:
         reapers = [session.kill() for session in (self._shell, self._python) if session is not None]
         self._shell = self._python = None
         return reapers
+
+
+def _release(base: Path, cgroup: Cgroup | None, mounted: bool) -> None:
+    """Kills what is left in the cgroup and removes it, then unmounts the tmpfs and deletes ``base``."""
+    if cgroup is not None:
+        cgroup.close()
+    if mounted:
+        unmount(base)
+        base.rmdir()
+    else:
+        remove_tree(base)
 
 
 def remove_tree(path: Path) -> None:
