@@ -291,7 +291,9 @@ def test_20001_files_record_the_overflow_and_the_verdict_still_comes(tmp_path: P
 
 @pytest.mark.hostile(BOUNDED)
 def test_1200_nested_folders_end_with_a_verdict_and_the_next_episode_resets(tmp_path: Path, profile: str) -> None:
-    command = "echo x > /workspace/marker; cd /workspace; for i in $(seq 1200); do mkdir d && cd d; done; echo deep > f"
+    # One process makes the nest (a shell loop of 1,200 `mkdir`s costs the kernel half a minute here).
+    command = ("echo x > /workspace/marker; python3 -c \"import os\nos.chdir('/workspace')\n"
+               "for i in range(1200): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('deep')\"")
     info = _episode(tmp_path, profile, command,
                     [{"kind": "file_exists", "path": "/workspace/marker", "id": "marker"}],
                     config=SMALL.model_copy(update={"command_timeout_s": 60}))
