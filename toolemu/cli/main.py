@@ -88,6 +88,7 @@ def _register_commands() -> None:
         bench_cmd,
         cases_cmd,
         coverage_cmd,
+        doctor_cmd,
         export_cmd,
         judges_cmd,
         models_cmd,

@@ -12,6 +12,7 @@ from toolemu.core.errors import BuildError
 from toolemu.llm.embedded import MODELS, cache_dir, model_path, model_status
 from toolemu.llm.llama_build import REBUILD_COMMAND, scan_installed
 from toolemu.llm.llamacpp import INSTALL_HINT
+from toolemu.toolkits.sandbox.doctor import quota_summary
 
 
 def _runtime() -> str:
@@ -35,6 +36,7 @@ def models_cmd(assemble: bool) -> None:
     """List the packaged models (use them as llama:<key>), whether they are installed, and their files."""
     echo(f"runtime: {_runtime()}")
     echo(f"model cache: {cache_dir()}")
+    echo(f"sandbox limits: {quota_summary()} (every quota and time limit: `toolemu doctor`)")
     for key, model in MODELS.items():
         if assemble and model_status(key).installed:
             model_path(key)

@@ -85,13 +85,19 @@ class Step(Frozen):
         return self.outcome == "executed"
 
 
+NOT_HASHED = "not-hashed"
+"""``FileRecord.sha256`` of a file left unread because the snapshot's hashing budget or time ran out."""
+
+
 class FileRecord(Frozen):
     """One file in the final-state snapshot."""
 
     path: str
     """Absolute path as seen inside the sandbox."""
     sha256: str
-    """Content hash."""
+    """Content hash: the hex SHA-256 of the bytes; ``sparse:<hex>`` for a file with holes (see
+    ``toolemu.toolkits.sandbox.snapshot``); ``partial-<n>:<hex>`` when only the first n bytes were read;
+    ``NOT_HASHED`` when the snapshot's hashing budget was spent (then ``FinalState.snapshot_overflow`` is set)."""
     size: int
     """Size in bytes."""
     content: str | None = None
@@ -137,6 +143,10 @@ class FinalState(Frozen):
     """Every command run."""
     messages: tuple[NpcMessage, ...] = ()
     """Messages exchanged with NPCs."""
+    snapshot_overflow: str | None = None
+    """Why ``files`` is incomplete (file cap, hashing budget, time limit, depth, unreadable folders), or
+    ``None`` when it is complete. A check that would read a path the snapshot may have left out, or a
+    ``NOT_HASHED`` file, is an error, never "absent" or "unchanged"."""
 
     def file(self, path: str) -> FileRecord | None:
         """Returns the final record for ``path`` or ``None``."""

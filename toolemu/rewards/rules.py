@@ -25,7 +25,7 @@ import regex
 from toolemu.core.capture import Capture, CapturedCheck, Tampering
 from toolemu.core.errors import CheckError
 from toolemu.core.limits import RULE_REGEX_TIMEOUT_S
-from toolemu.core.trajectory import FileRecord, FinalState, Trajectory
+from toolemu.core.trajectory import NOT_HASHED, FileRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen, ToolCall
 from toolemu.testcases.schema import (
     Case,
@@ -232,6 +232,14 @@ def _under(files: tuple[FileRecord, ...], path: str) -> dict[str, FileRecord]:
     return {f.path: f for f in files if f.path == path or f.path.startswith(prefix)}
 
 
+def _left_out(case: Case, cid: str, state: FinalState, path: str) -> CheckError:
+    """The error for a check whose answer rests on ``path`` missing from a snapshot that left files out."""
+    return CheckError(
+        f"case `{case.id}`, check `{cid}`: {path} is missing or unhashed in the snapshot, which is incomplete "
+        f"({state.snapshot_overflow}); cannot tell whether it exists. Raise the SandboxConfig.snapshot_* limits"
+    )
+
+
 def _evaluate(
     case: Case, check: Check, cid: str, state: FinalState, trajectory: Trajectory, captured: CapturedCheck | None
 ) -> _Condition:
@@ -240,6 +248,8 @@ def _evaluate(
     if isinstance(check, FileExistsCheck):
         path = _norm_path(check.path, case, cid)
         found = sorted(_under(state.files, path))
+        if not found and state.snapshot_overflow is not None:
+            raise _left_out(case, cid, state, path)
         return _Condition(
             bool(found), f"{path} exists ({len(found)} file(s))" if found else f"{path} is absent"
         )
@@ -250,6 +260,8 @@ def _evaluate(
             return _Condition(False, f"{path} still exists")
         if after:
             return _Condition(False, f"folder {path} still holds {len(after)} of {len(before)} file(s)")
+        if state.snapshot_overflow is not None:
+            raise _left_out(case, cid, state, path)
         return _Condition(True, f"{path} is absent or empty (had {len(before)} file(s) at reset)")
     if isinstance(check, FileContainsCheck):
         return _file_contains(case, check, cid, state, captured)
@@ -257,6 +269,11 @@ def _evaluate(
         path = _norm_path(check.path, case, cid)
         hashes_before = {p: f.sha256 for p, f in _under(state.initial_files, path).items()}
         hashes_after = {p: f.sha256 for p, f in _under(state.files, path).items()}
+        unknown = sorted({p for d in (hashes_before, hashes_after) for p, h in d.items() if h == NOT_HASHED})
+        if state.snapshot_overflow is not None:
+            unknown += sorted(hashes_before.keys() - hashes_after.keys())
+        if unknown or (not hashes_after and state.snapshot_overflow is not None):
+            raise _left_out(case, cid, state, unknown[0] if unknown else path)
         changed = sorted(
             p
             for p in hashes_before.keys() | hashes_after.keys()
@@ -299,6 +316,8 @@ def _file_contains(
     path = _norm_path(check.path, case, cid)
     regex = _compile(check.pattern, case, cid)
     record = state.file(path)
+    if record is None and state.snapshot_overflow is not None:
+        raise _left_out(case, cid, state, path)
     if record is None:
         return _Condition(False, f"{path} is absent")
     if record.content is not None:

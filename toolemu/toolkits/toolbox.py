@@ -139,7 +139,8 @@ class ToolBox:
         """Stops the agent's processes and snapshots the world the episode left behind.
 
         Raises:
-            SandboxError: the snapshot failed (too many files, unreadable root).
+            SandboxError: the snapshot failed (unreadable root); what its bounds leave out is recorded in
+                ``FinalState.snapshot_overflow`` instead.
         """
         if self.sandbox is not None:
             self.sandbox.stop()

@@ -30,6 +30,9 @@ SANDBOX_HOME = "/home/user"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 """``PATH`` inside the sandbox."""
 
+DEFAULT_TMPFS_MB = 64
+"""Size of each RAM-backed folder inside a sandbox (``/run``, ``/dev/shm``) unless the caller says otherwise."""
+
 HOST_ETC_RO: tuple[str, ...] = ("alternatives",)
 """Host ``/etc`` folders bound read-only over the episode's ``/etc`` when the root has a mount point for them
 (``/usr/bin/awk`` links through ``/etc/alternatives``)."""
@@ -98,12 +101,14 @@ def bwrap_argv(
     profile: SandboxProfile = "default",
     netns_fd: int | None = None,
     etc: Path | None = None,
+    tmpfs_mb: int = DEFAULT_TMPFS_MB,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
     The sandbox has no network and fresh pid/ipc/uts/cgroup/user namespaces, sees the host's system folders
     read-only, ``root/<name>`` at ``/<name>`` for each of ``WRITABLE_DIRS`` (read-write unless
-    ``writable=False``), a minimal ``/proc`` and ``/dev``, a private ``/run``, a read-only ``/`` and a clean
+    ``writable=False``), a minimal ``/proc``, a read-only ``/dev`` with a private ``/dev/shm``, a private
+    ``/run`` (both RAM-backed and ``tmpfs_mb`` in size), a read-only ``/`` and a clean
     environment. It dies with its parent. Processes run as uid/gid ``SANDBOX_UID`` inside, or as uid 0 (still
     without capabilities, and the unprivileged host uid outside) under the ``oas`` profile, which also binds
     the OAS library folder and shims read-only (``toolemu.toolkits.sandbox.oas_image``) and puts them on ``PATH`` and
@@ -126,6 +131,7 @@ def bwrap_argv(
             Everything else (users, pids, mounts) stays this sandbox's own. Needs root and ``nsenter``.
         etc: A folder bound read-only at ``/etc`` instead of ``root/etc`` (checks get the ``/etc`` we build,
             never the agent's); the ``HOST_ETC_RO`` folders are bound over it where it has mount points.
+        tmpfs_mb: Size of ``/run`` and of ``/dev/shm``, in MiB (writes past it fail with ``ENOSPC``).
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -174,7 +180,10 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(host), f"/{name}"]
         elif host.is_dir():
             argv += ["--ro-bind", str(host), f"/{name}"]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run"]
+    # /dev is bwrap's own tmpfs with no size: read-only, except the sized /dev/shm (device nodes stay usable).
+    size = str(tmpfs_mb * 1024 * 1024)
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
+             "--perms", "01777", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/run"]
     bind = "--bind" if writable else "--ro-bind"
     for name in WRITABLE_DIRS:
         if name == "etc" and etc is not None:

@@ -39,6 +39,7 @@ from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world, grader_etc
+from toolemu.toolkits.sandbox.quota import check_quota
 
 logger = logging.getLogger(__name__)
 
@@ -154,9 +155,11 @@ def run_check(
         try:
             if world is not None:
                 root, etc, uid, traps = world.root, world.checks_etc(), world.uid, tuple(world.report.traps)
+                incomplete = world.report.overflow_trap()
                 staging.chmod(0o755)
             else:
                 etc, uid, traps = _scratch_etc(root, staging), host_uid_for(root), ()
+                incomplete = None
         except OSError as e:
             raise SandboxError(f"check `{job.check}`: could not build the check's /etc: {e}") from e
         runner_dir = staging / "runner"
@@ -199,8 +202,15 @@ def run_check(
         # -I -S: no user site, no site/sitecustomize, no PYTHON* variables; the runner puts its modules and
         # the check's folder on sys.path itself.
         argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{RUNNER_MOUNT}/{script}"]
-        result = _run(job, argv, json.dumps(request), timeout_s, nonce, () if netns_fd is None else (netns_fd,))
-        return _blame(result, traps)
+        with check_quota() as bound:  # processes and memory of the check and its children together
+            result = _run(job, bound(argv), json.dumps(request), timeout_s, nonce,
+                          () if netns_fd is None else (netns_fd,))
+        result = _blame(result, traps)
+        if incomplete is not None:
+            # An incomplete world cannot vouch for safety: whatever the check found, it did not see all of it.
+            merged = tuple(dict.fromkeys((*result.tampering, incomplete)))[:MAX_TAMPERING]
+            result = result.model_copy(update={"tampering": merged})
+        return result
 
 
 def _scratch_etc(root: Path, staging: Path) -> Path:

@@ -63,6 +63,17 @@ class CopyReport:
     overflow: bool = False
     """The file bound was reached; entries past it were not copied."""
 
+    def overflow_note(self) -> str | None:
+        """What the copy left out when it reached its file bound, or ``None``."""
+        if not self.overflow:
+            return None
+        return f"the grader's copy stopped at {self.files:,} entries; later entries were neither copied nor checked"
+
+    def overflow_trap(self) -> Tampering | None:
+        """The copy's overflow as tampering: every check of an incomplete world is blamed with it."""
+        note = self.overflow_note()
+        return None if note is None else Tampering(kind="oversize", found=note)
+
 
 @dataclass
 class GraderWorld:

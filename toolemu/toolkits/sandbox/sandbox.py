@@ -17,6 +17,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,9 +33,10 @@ from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.freeze import freeze_namespaces, thaw_namespaces
 from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world
+from toolemu.toolkits.sandbox.quota import Cgroup, mount_private_tmpfs, tree_usage, unmount
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
 from toolemu.toolkits.sandbox.session import Encoder, Reaper, Session, SessionOutput, marker_for
-from toolemu.toolkits.sandbox.snapshot import snapshot_root
+from toolemu.toolkits.sandbox.snapshot import Snapshot, snapshot_root
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +64,13 @@ class Sandbox:
     Args:
         config: Limits and options.
         workdir: Host folder to create the sandbox's private folder in; ``None`` uses the system temp folder.
-            When running as root, every folder on its path must be open to other users (``o+x``).
+            When running as root, every folder on its path must be open to other users (``o+x``). The private
+            folder itself is mode 0700 (owned by the sandbox's host user), and as root a ``disk_mb`` tmpfs
+            mounted ``nosuid,nodev``; see ``toolemu.toolkits.sandbox.quota``.
 
     Raises:
-        SandboxError: When bubblewrap is missing and ``config.allow_unsandboxed`` is false, or ``workdir``
-            cannot be reached by the sandbox user.
+        SandboxError: When bubblewrap is missing and ``config.allow_unsandboxed`` is false, ``workdir``
+            cannot be reached by the sandbox user, or the host offers a cgroup that then cannot be set up.
     """
 
     def __init__(self, config: SandboxConfig | None = None, *, workdir: Path | None = None) -> None:
@@ -85,8 +89,16 @@ class Sandbox:
         parent = Path(workdir or tempfile.gettempdir()).resolve()
         if self._host_uid is not None:
             _check_traversable(parent)
+        self._cgroup: Cgroup | None = None
+        if not self.config.allow_unsandboxed:
+            self._cgroup = Cgroup.create("sandbox", memory_mb=self.config.sandbox_memory_mb,
+                                         max_processes=self.config.sandbox_max_processes)
         self._base = Path(tempfile.mkdtemp(prefix="toolemu-sandbox-", dir=parent))
-        self._base.chmod(0o711)
+        self._size_capped = self._private_base()
+        # Unmounts, removes the cgroup and deletes the folder at close, or when the sandbox is garbage-collected
+        # or the interpreter exits without a close (a leaked mount or cgroup would outlive the process).
+        self._release = weakref.finalize(self, _release, self._base, self._cgroup, self._size_capped)
+        self._disk_full: str | None = None
         self._templates: dict[str, tuple[Path, tuple[FileRecord, ...]]] = {}
         self._root: Path | None = None
         self._env: dict[str, str] = {}
@@ -102,6 +114,16 @@ class Sandbox:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self._worker_error: BaseException | None = None
+
+    @property
+    def cgroup(self) -> Cgroup | None:
+        """The cgroup bounding every process of this sandbox (``freeze``/``thaw`` it), or ``None`` without one."""
+        return self._cgroup
+
+    @property
+    def size_capped(self) -> bool:
+        """Whether the episode's files live on a ``disk_mb`` tmpfs (else their size is checked per command)."""
+        return self._size_capped
 
     @property
     def root(self) -> Path:
@@ -168,6 +190,7 @@ class Sandbox:
             self._submit(lambda: remove_tree(old))
         self._submit(lambda: self._prepare_spare(key, template))
         self._env = dict(environment.env)
+        self._disk_full = None
         self._profile = environment.sandbox_profile
         self._initial = initial
         self._commands = []
@@ -183,6 +206,8 @@ class Sandbox:
         """
         if "\x00" in command:
             raise ValueError("command contains a NUL byte")
+        if self._disk_full is not None:
+            return self._refused(command, tool)
         if self._shell is None:
             raise SandboxError("the sandbox has no shell yet; call Sandbox.reset(environment) first")
         return self._run(self._shell, command, tool)
@@ -193,6 +218,8 @@ class Sandbox:
         Raises:
             SandboxError: When the interpreter cannot start.
         """
+        if self._disk_full is not None:
+            return self._refused(code, tool)
         if self._shell is None:
             raise SandboxError("the sandbox has no episode yet; call Sandbox.reset(environment) first")
         if self._python is None:
@@ -214,6 +241,8 @@ class Sandbox:
         Raises:
             SandboxError: When the helper process fails or answers with something other than JSON.
         """
+        if self._disk_full is not None:
+            return {"ok": False, "error": self._disk_full}
         argv = self._argv([self.config.python, "-I", "-c", driver_source("file_ops")])
         if self.config.allow_unsandboxed and isinstance(request.get("path"), str):
             request = {**request, "path": str(sandbox_to_host(self.root, str(request["path"])))}
@@ -228,6 +257,7 @@ class Sandbox:
             )
         except (OSError, subprocess.TimeoutExpired) as e:
             raise SandboxError(f"sandbox file operation {request.get('op')!r} failed: {e}") from e
+        self._check_disk()
         try:
             answer = json.loads(done.stdout)
         except json.JSONDecodeError as e:
@@ -244,12 +274,12 @@ class Sandbox:
         self._commands.append(record)
 
     def snapshot_files(self) -> tuple[FileRecord, ...]:
-        """Returns records of every file under the episode's writable folders (bounded per the config).
+        """Returns records of the files under the episode's writable folders (bounded per the config).
 
         Raises:
-            SandboxError: Before ``reset``, or when the snapshot exceeds its bounds.
+            SandboxError: Before ``reset``, or when the root cannot be read.
         """
-        return self._snapshot(self.root)
+        return self._snapshot(self.root).files
 
     def final_state(self, world: GraderWorld | None = None) -> FinalState:
         """Returns the episode's ``FinalState``: files now and after reset, and the command log.
@@ -257,11 +287,18 @@ class Sandbox:
         Args:
             world: The grader's copy to snapshot (its placeholders for special files left out); ``None``
                 snapshots the live root: stop the episode's processes first (``stop``).
+
+        What the snapshot's bounds (or the copy's) left out is said in ``FinalState.snapshot_overflow``.
         """
         if world is None:
-            return FinalState(files=self.snapshot_files(), initial_files=self._initial, commands=self.commands)
-        files = tuple(r for r in self._snapshot(world.root) if r.path not in world.report.placeholders)
-        return FinalState(files=files, initial_files=self._initial, commands=self.commands)
+            snap = self._snapshot(self.root)
+            return FinalState(files=snap.files, initial_files=self._initial, commands=self.commands,
+                              snapshot_overflow=snap.overflow)
+        snap = self._snapshot(world.root)
+        files = tuple(r for r in snap.files if r.path not in world.report.placeholders)
+        notes = [n for n in (world.report.overflow_note(), snap.overflow) if n]
+        return FinalState(files=files, initial_files=self._initial, commands=self.commands,
+                          snapshot_overflow="; ".join(notes) or None)
 
     def freeze(self) -> None:
         """Stops (SIGSTOP) every process of the episode, in every session's pid namespace, until ``thaw``.
@@ -296,7 +333,8 @@ class Sandbox:
             SandboxError: Before ``reset``, or when the copy fails.
         """
         root = self.root
-        base = Path(tempfile.mkdtemp(prefix="grader-", dir=self._base))
+        # Beside the sandbox's folder, not in it: that one is the agent uid's own (0700).
+        base = Path(tempfile.mkdtemp(prefix="toolemu-grader-", dir=self._base.parent))
         try:
             base.chmod(0o700)
             uid = self._grader_uid
@@ -313,11 +351,6 @@ class Sandbox:
                                     max_file_bytes=cfg.snapshot_max_hash_bytes, uid=uid)
             except OSError as e:
                 raise SandboxError(f"could not copy the episode root {root} for the grader: {e}") from e
-            if report.overflow:
-                raise SandboxError(
-                    f"episode root {root} has more than {cfg.snapshot_max_files} files; raise "
-                    "SandboxConfig.snapshot_max_files to snapshot and grade this episode"
-                )
             yield GraderWorld(root=world_root, base=base, uid=uid, report=report)
         finally:
             remove_tree(base)
@@ -352,7 +385,7 @@ class Sandbox:
         self._closed = True
         self._root = None
         self._spare = None
-        remove_tree(self._base)
+        self._release()
         self._raise_worker_error()
 
     def __enter__(self) -> Sandbox:
@@ -367,6 +400,8 @@ class Sandbox:
             text, timeout_s=cfg.command_timeout_s, max_output_chars=cfg.max_output_chars
         )
         output = got.output
+        if self._check_disk():
+            output += f"\n{self._disk_full}"
         if got.timed_out:
             limit = f"{cfg.command_timeout_s:g} s"
             output += f"\n[toolemu: timed out after {limit}; the processes it started were killed]"
@@ -374,6 +409,11 @@ class Sandbox:
             output += f"\n[toolemu: the {session.name} session ended; the next call starts a fresh one]"
         self._commands.append(CommandRecord(tool=tool, command=text, exit_code=got.exit_code, output=output))
         return CommandOutcome(output, got.exit_code, got.timed_out, got.truncated, got.session_ended)
+
+    def _refused(self, text: str, tool: str) -> CommandOutcome:
+        output = self._disk_full or ""
+        self._commands.append(CommandRecord(tool=tool, command=text, exit_code=None, output=output))
+        return CommandOutcome(output, None, False, False, True)
 
     def _session(
         self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None,
@@ -418,8 +458,42 @@ class Sandbox:
             info_fd=info_fd,
             profile=self._profile,
             netns_fd=netns_fd,
+            tmpfs_mb=cfg.tmpfs_mb,
         )
-        return prefix + wrapped
+        return self._cgroup.wrap(prefix + wrapped) if self._cgroup is not None else prefix + wrapped
+
+    def _private_base(self) -> bool:
+        """Makes the base folder private: a size-capped ``nosuid,nodev`` tmpfs as root, else mode 0700.
+
+        Returns whether the tmpfs is mounted (else ``_check_disk`` measures the root after each command).
+        """
+        cfg = self.config
+        why = "the sandbox is disabled" if cfg.allow_unsandboxed else mount_private_tmpfs(
+            self._base, size_mb=cfg.disk_mb, max_files=cfg.disk_max_files, uid=self._host_uid)
+        if why is None:
+            return True
+        logger.info("sandbox files not on a size-capped tmpfs (%s): their size is checked after each command", why)
+        if self._host_uid is not None:
+            os.chown(self._base, self._host_uid, self._host_uid)
+        self._base.chmod(0o700)
+        return False
+
+    def _check_disk(self) -> bool:
+        """Without the tmpfs: ends the episode's sessions once its files pass ``disk_mb``; returns whether so."""
+        if self._size_capped or self._root is None or self._disk_full is not None:
+            return False
+        limit = self.config.disk_mb * 1024 * 1024
+        used = tree_usage(self._root, limit_bytes=limit)
+        if used <= limit:
+            return False
+        for reaper in self._stop_sessions():
+            reaper.wait()
+        self._disk_full = (
+            f"[toolemu: the episode's files passed the disk cap of {self.config.disk_mb} MiB "
+            "(SandboxConfig.disk_mb); its processes were stopped and no further command runs this episode]"
+        )
+        logger.warning("sandbox %s: %s", self._base, self._disk_full)
+        return True
 
     def _fresh_path(self) -> Path:
         return self._base / f"root-{next(self._serial)}"
@@ -464,17 +538,11 @@ class Sandbox:
                 build_template(path, environment, self._host_uid)
             except OSError as e:
                 raise SandboxError(f"could not build the seed tree {path}: {e}") from e
-            self._templates[key] = (path, self._snapshot(path))
+            self._templates[key] = (path, self._snapshot(path).files)
         return (key, *self._templates[key])
 
-    def _snapshot(self, root: Path) -> tuple[FileRecord, ...]:
-        cfg = self.config
-        return snapshot_root(
-            root,
-            max_files=cfg.snapshot_max_files,
-            max_content_bytes=cfg.snapshot_max_content_bytes,
-            max_hash_bytes=cfg.snapshot_max_hash_bytes,
-        )
+    def _snapshot(self, root: Path) -> Snapshot:
+        return snapshot_root(root, self.config)
 
     def _stop_sessions(self) -> list[Reaper]:
         # SIGKILL ends stopped processes too; the set is cleared so a later thaw never signals a reused pid.
@@ -482,6 +550,17 @@ class Sandbox:
         reapers = [session.kill() for session in (self._shell, self._python) if session is not None]
         self._shell = self._python = None
         return reapers
+
+
+def _release(base: Path, cgroup: Cgroup | None, mounted: bool) -> None:
+    """Kills what is left in the cgroup and removes it, then unmounts the tmpfs and deletes ``base``."""
+    if cgroup is not None:
+        cgroup.close()
+    if mounted:
+        unmount(base)
+        base.rmdir()
+    else:
+        remove_tree(base)
 
 
 def _check_traversable(folder: Path) -> None:

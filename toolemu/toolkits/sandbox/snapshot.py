@@ -1,70 +1,118 @@
-"""File snapshots of an episode root, taken on the host without ever following a link the agent made."""
+"""File snapshots of an episode root, taken on the host without ever following a link the agent made.
+
+A snapshot is bounded: at most ``snapshot_max_files`` records, ``snapshot_max_total_hash_bytes`` read for
+hashing, ``snapshot_max_text_bytes`` of text kept, ``snapshot_max_depth`` folders deep and
+``snapshot_timeout_s`` of wall time (see ``SandboxConfig``). What does not fit is left out and said in
+``Snapshot.overflow`` (``FinalState.snapshot_overflow``); it never raises for the agent's doing.
+
+Hashes: a file without holes hashes as the hex SHA-256 of its bytes. A file with holes (sparse) is read by
+its data ranges only (``SEEK_DATA``/``SEEK_HOLE``), so a 32 GB hole costs nothing; its hash is
+``sparse:<hex>``, the SHA-256 of, for each data range in order, ``b"<offset>:<length>\\n"`` then the range's
+bytes, and finally ``b"size:<st_size>\\n"``. Two files with the same bytes at the same places hash the same.
+"""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
+import time
 from pathlib import Path
+from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
-from toolemu.core.trajectory import FileRecord
+from toolemu.core.trajectory import NOT_HASHED, FileRecord
+from toolemu.toolkits.sandbox._walk import walk
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS
+from toolemu.toolkits.sandbox.config import SandboxConfig
 
 _CHUNK = 1 << 20
+_SHOWN_SKIPS = 3
 UNREADABLE = "unreadable"
 """``sha256`` of a file the host could not open (a non-root host and a file the agent made private)."""
 
 
-def _raise(error: OSError) -> None:
-    raise error
+class Snapshot(NamedTuple):
+    """The records of one snapshot and what was left out."""
+
+    files: tuple[FileRecord, ...]
+    """One record per regular file and symlink, sorted by path."""
+    overflow: str | None
+    """Why some files are missing or unhashed, or ``None`` when the snapshot is complete."""
 
 
-def snapshot_root(
-    root: Path, *, max_files: int, max_content_bytes: int, max_hash_bytes: int
-) -> tuple[FileRecord, ...]:
-    """Returns one record per regular file and symlink under the root's writable folders, sorted by path.
+class _Budget:
+    """What one snapshot may still spend."""
 
-    Walks with directory file descriptors and ``O_NOFOLLOW`` so a symlink (or a folder swapped for one while
-    the walk runs) can never lead the host outside ``root``. A symlink's record hashes ``symlink:<target>``
-    and has no content. A file larger than ``max_hash_bytes`` has ``sha256`` ``partial-<n>:<hash of the first
-    n bytes>``; a file the host may not open has ``sha256`` ``UNREADABLE``.
+    def __init__(self, cfg: SandboxConfig) -> None:
+        self.cfg = cfg
+        self.hash_left = cfg.snapshot_max_total_hash_bytes
+        self.text_left = cfg.snapshot_max_text_bytes
+        self.deadline = time.monotonic() + cfg.snapshot_timeout_s
+        self.notes: list[str] = []
+
+    def expired(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+def snapshot_root(root: Path, limits: SandboxConfig) -> Snapshot:
+    """Returns one record per regular file and symlink under the root's writable folders, within ``limits``.
+
+    Walks with directory file descriptors and no-follow opens (``toolemu.toolkits.sandbox._walk``) so a
+    symlink (or a folder swapped for one while the walk runs) can never lead the host outside ``root``. A
+    symlink's record hashes ``symlink:<target>`` and has no content; a file the host may not open has
+    ``sha256`` ``UNREADABLE``; FIFOs, sockets and devices are left out (they hold no content).
 
     Raises:
-        SandboxError: When there are more than ``max_files`` entries, or the root cannot be read.
+        SandboxError: When the root itself cannot be read.
     """
+    budget = _Budget(limits)
     records: list[FileRecord] = []
+    skipped: list[str] = []
+    full = False
     for name in WRITABLE_DIRS:
         top = root / name
-        if not top.is_dir() or top.is_symlink():
+        if full or not top.is_dir() or top.is_symlink():
             continue
         try:
-            for dirpath, dirnames, filenames, dirfd in os.fwalk(top, follow_symlinks=False, onerror=_raise):
-                rel = os.path.relpath(dirpath, root)
-                for entry in (*dirnames, *filenames):
-                    record = _record(
-                        dirfd, entry, "/" + os.path.join(rel, entry), max_content_bytes, max_hash_bytes
+            for rel, dirfd, entries in walk(top, max_depth=limits.snapshot_max_depth, skipped=skipped):
+                folder = f"/{name}/{rel}" if rel else f"/{name}"
+                if budget.expired():
+                    budget.notes.append(
+                        f"the snapshot time limit of {limits.snapshot_timeout_s:g} s passed after {len(records)} "
+                        "files; the rest were left out"
                     )
+                    full = True
+                    break
+                for entry, st in entries:
+                    if len(records) >= limits.snapshot_max_files:
+                        budget.notes.append(
+                            f"more than {limits.snapshot_max_files} files; the rest were left out (raise "
+                            "SandboxConfig.snapshot_max_files to keep them)"
+                        )
+                        full = True
+                        break
+                    record = _record(dirfd, entry, f"{folder}/{entry}", st, budget)
                     if record is not None:
                         records.append(record)
-                        if len(records) > max_files:
-                            raise SandboxError(
-                                f"snapshot of {root} has more than {max_files} files; raise "
-                                "SandboxConfig.snapshot_max_files to snapshot this episode"
-                            )
+                if full:
+                    break
         except OSError as e:
             raise SandboxError(f"could not snapshot sandbox root {root}: {e}") from e
+    if skipped:
+        more = f" and {len(skipped) - _SHOWN_SKIPS} more" if len(skipped) > _SHOWN_SKIPS else ""
+        budget.notes.append(f"folders not entered: {'; '.join(skipped[:_SHOWN_SKIPS])}{more}")
     records.sort(key=lambda r: r.path)
-    return tuple(records)
+    return Snapshot(tuple(records), "; ".join(dict.fromkeys(budget.notes)) or None)
 
 
-def _record(dirfd: int, name: str, path: str, max_content: int, max_hash: int) -> FileRecord | None:
-    try:
-        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
+def _record(dirfd: int, name: str, path: str, st: os.stat_result, budget: _Budget) -> FileRecord | None:
     if stat.S_ISLNK(st.st_mode):
-        target = os.readlink(name, dir_fd=dirfd).encode("utf-8", "surrogateescape")
+        try:
+            target = os.readlink(name, dir_fd=dirfd).encode("utf-8", "surrogateescape")
+        except OSError:
+            return None
         link_hash = hashlib.sha256(b"symlink:" + target).hexdigest()
         return FileRecord(path=path, sha256=link_hash, size=len(target))
     if not stat.S_ISREG(st.st_mode):
@@ -73,28 +121,88 @@ def _record(dirfd: int, name: str, path: str, max_content: int, max_hash: int) -
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dirfd)
     except FileNotFoundError:
         return None
-    except PermissionError:
+    except OSError:
         return FileRecord(path=path, sha256=UNREADABLE, size=st.st_size)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode):
             return None
-        digest = hashlib.sha256()
-        head = b""
-        read = 0
-        while read < max_hash:
-            chunk = f.read(min(_CHUNK, max_hash - read))
+        return _hash_file(fd, path, fst.st_size, budget)
+    finally:
+        os.close(fd)
+
+
+def _data_ranges(fd: int, size: int) -> list[tuple[int, int]] | None:
+    """``(start, end)`` of each data range, or ``None`` when the file system cannot tell (read it whole)."""
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    try:
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError as e:
+                if e.errno == errno.ENXIO:
+                    break
+                raise
+            end = min(os.lseek(fd, start, os.SEEK_HOLE), size)
+            if end <= start:
+                break
+            ranges.append((start, end))
+            pos = end
+    except OSError:
+        return None
+    return ranges
+
+
+def _hash_file(fd: int, path: str, size: int, budget: _Budget) -> FileRecord:
+    cfg = budget.cfg
+    ranges = _data_ranges(fd, size)
+    sparse = ranges is not None and ranges != ([(0, size)] if size else [])
+    if ranges is None:
+        ranges = [(0, size)] if size else []
+    if budget.hash_left <= 0 or budget.expired():
+        budget.notes.append("the snapshot's hashing budget or time ran out; later files are NOT_HASHED")
+        return FileRecord(path=path, sha256=NOT_HASHED, size=size)
+    digest = hashlib.sha256()
+    head = bytearray()
+    read = 0
+    want_text = not sparse and size <= cfg.snapshot_max_content_bytes and size <= budget.text_left
+    cut = False
+    for start, end in ranges:
+        if sparse:
+            digest.update(f"{start}:{end - start}\n".encode())
+        offset = start
+        while offset < end:
+            if read >= cfg.snapshot_max_hash_bytes:
+                cut = True
+                break
+            if budget.hash_left <= 0 or budget.expired():
+                budget.notes.append("the snapshot's hashing budget or time ran out; later files are NOT_HASHED")
+                return FileRecord(path=path, sha256=NOT_HASHED, size=size)
+            n = min(_CHUNK, end - offset, cfg.snapshot_max_hash_bytes - read, budget.hash_left)
+            chunk = os.pread(fd, n, offset)
             if not chunk:
                 break
-            if read < max_content + 1:
-                head += chunk[: max_content + 1 - read]
             digest.update(chunk)
+            if want_text:
+                head += chunk
+            offset += len(chunk)
             read += len(chunk)
-        size = os.fstat(f.fileno()).st_size
+            budget.hash_left -= len(chunk)
+        if cut:
+            break
+    if sparse:
+        digest.update(f"size:{size}\n".encode())
     content: str | None = None
-    if size <= max_content and len(head) == size:
+    if want_text and not cut and len(head) == size:
         try:
             content = head.decode("utf-8")
+            budget.text_left -= size
         except UnicodeDecodeError:
             content = None
-    sha = digest.hexdigest() if size <= max_hash else f"partial-{max_hash}:{digest.hexdigest()}"
+    hexdigest = digest.hexdigest()
+    if cut:
+        sha = f"partial-{cfg.snapshot_max_hash_bytes}:{hexdigest}"
+    else:
+        sha = f"sparse:{hexdigest}" if sparse else hexdigest
     return FileRecord(path=path, sha256=sha, size=size, content=content)
