@@ -11,6 +11,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,6 +42,7 @@ class _JsonTypesLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: 
 
 
 _LOADER: type[yaml.SafeLoader] = _JsonTypesLoader
+_MAX_INT_BITS = 1024
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
@@ -112,6 +114,8 @@ def parse_json(text: str, source: str) -> Any:
         data = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as e:
         raise CaseError(f"{source}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
+    except ValueError as e:  # an integer over Python's digit limit (`sys.get_int_max_str_digits`)
+        raise CaseError(f"{source}: invalid JSON: {_number_problem(e)}") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
     check_tree(data, source)
@@ -147,12 +151,20 @@ def parse_yaml(text: str, source: str) -> Any:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise CaseError(f"{source}{line}: invalid YAML: {problem}") from None
+    except ValueError as e:  # an integer over Python's digit limit, met while constructing it
+        raise CaseError(f"{source}: invalid YAML: {_number_problem(e)}") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
     finally:
         loader.dispose()
     check_tree(data, source)
     return data
+
+
+def _number_problem(error: ValueError) -> str:
+    if "integer string conversion" in str(error):
+        return f"a number over {sys.get_int_max_str_digits():,} digits; no field takes one, write it as text"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def _measure(root: Node, source: str) -> None:
@@ -217,7 +229,8 @@ def _no_duplicate_keys(node: MappingNode, source: str) -> None:
 
 
 def check_tree(data: Any, source: str) -> None:
-    """Checks parsed data: no NUL character in any string or key, nesting within ``MAX_NESTING``.
+    """Checks parsed data: no NUL character in any string or key, nesting within ``MAX_NESTING``, no integer
+    over 1,024 bits.
 
     Raises:
         CaseError: Naming ``source`` and the field path (``[2].instruction``).
@@ -232,8 +245,17 @@ def _strings(data: Any, where: str, depth: int, source: str) -> Iterator[tuple[s
         raise CaseError(f"{source}: {where}: nested too deeply (limit {MAX_NESTING} levels)")
     if isinstance(data, str):
         yield where, data
+    elif isinstance(data, int) and data.bit_length() > _MAX_INT_BITS:
+        # A YAML hex literal of 5,000 digits constructs fine but cannot be printed back in decimal: any message
+        # quoting it would crash.
+        raise CaseError(
+            f"{source}: {where or '(top level)'}: a number of over {_MAX_INT_BITS} bits; no field takes one, "
+            "write it as text"
+        )
     elif isinstance(data, Mapping):
         for key, value in data.items():
+            if not isinstance(key, str):
+                yield from _strings(key, f"{where}.[key]" if where else "[key]", depth + 1, source)
             sub = f"{where}.{key}" if where else str(key)
             if isinstance(key, str):
                 yield sub, key

@@ -119,13 +119,18 @@ def load_case_file(path: str | Path) -> list[Case]:
     raise CaseError(f"{path}: expected a case object or a list of cases, got {type(data).__name__}")
 
 
-def case_files(folder: str | Path, *, _seen: set[Path] | None = None) -> list[Path]:
+def case_files(folder: str | Path, *, _seen: set[Path] | None = None, _root: Path | None = None) -> list[Path]:
     """Lists the case files under a folder, recursively, in sorted order.
 
     A folder holding ``case.yaml`` contributes that file only; ``toolkits/`` folders and names starting with
-    ``.`` or ``_`` are skipped, and a folder reached twice through symlinks is read once.
+    ``.`` or ``_`` are skipped, and a folder reached twice through symlinks is read once. A symlink (to a file
+    or a folder) must resolve inside ``folder``: one leading out of it would read host files as cases.
+
+    Raises:
+        CaseError: A symlink under ``folder`` resolves outside it (or cannot be resolved); naming the link.
     """
     folder = Path(folder)
+    root = _root if _root is not None else folder.resolve()
     seen = _seen if _seen is not None else set()
     real = folder.resolve()
     if real in seen:
@@ -137,12 +142,26 @@ def case_files(folder: str | Path, *, _seen: set[Path] | None = None) -> list[Pa
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith((".", "_")):
             continue
+        if entry.is_symlink():
+            _check_suite_link(entry, root)
         if entry.is_dir():
             if entry.name != "toolkits":
-                found.extend(case_files(entry, _seen=seen))
+                found.extend(case_files(entry, _seen=seen, _root=root))
         elif entry.suffix in CASE_SUFFIXES:
             found.append(entry)
     return found
+
+
+def _check_suite_link(entry: Path, root: Path) -> None:
+    try:
+        target = entry.resolve()
+    except (OSError, RuntimeError) as e:  # a loop (RuntimeError before Python 3.13)
+        raise CaseError(f"{entry}: a symlink that cannot be resolved ({e}); remove it") from None
+    if not target.is_relative_to(root):
+        raise CaseError(
+            f"{entry}: a symlink to {target}, outside the case folder {root}; links in a case folder must stay "
+            "inside it"
+        )
 
 
 def _check_unique(cases: Iterable[Case]) -> list[Case]:

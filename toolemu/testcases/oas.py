@@ -150,7 +150,11 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
     if (src / "task.md").is_file():
         tasks = [src]
     else:
-        tasks = sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        # A link among the task folders is listed (and refused in `_plan_task`), never followed: it may name any
+        # host folder, whose workspace/ would be copied into the case.
+        tasks = sorted(
+            p for p in src.iterdir() if (p.is_symlink() or p.is_dir()) and not p.name.startswith((".", "_"))
+        )
     if not tasks:
         raise CaseError(f"{src} holds no OAS task folder (a folder with task.md)")
     if not out.is_dir() and not out.parent.is_dir():
@@ -183,6 +187,11 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
 
 def _plan_task(task: Path, report: OasImportReport) -> Case | None:
     """Reads and checks one task folder; returns its case, or ``None`` when it is skipped (services)."""
+    if task.is_symlink():
+        raise CaseError(
+            f"{task}: a symlink to {os.readlink(task)!r}; task folders are never followed through links, "
+            "copy or move the folder here instead"
+        )
     check_task_files(task)  # first: a special file or a link must not pass for a missing task.md
     if not (task / "task.md").is_file():
         raise CaseError(f"{task / 'task.md'}: missing; not an OAS task folder")

@@ -1,0 +1,236 @@
+"""Classes 1, 2 and 6 tried again from outside: what a hostile case, suite or task folder author can still try.
+
+Hard links (a regular file whose other name may be a host file), links among the entries of a suite or a folder
+of OAS tasks, a case folder changed between load and hashing, and numbers too large to print back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.support import (
+    CANARY_TEXT,
+    CLEAR_ERROR,
+    FAKE_MODELS,
+    GOOD_YAML,
+    NOTHING_LEAKED,
+    assert_one_line_error,
+    assert_refused_everywhere,
+    case_with,
+    host_canary,
+    invoke,
+    make_tree,
+    no_canary_under,
+)
+from tests.hostile.test_host_links import NATIVE_CHECK, OAS_TASK
+from toolemu.bench.record import case_hash
+from toolemu.core.errors import CaseError
+from toolemu.testcases import load_case
+
+
+def _in_thread(fn: Callable[[], object], seconds: float = 60) -> object:
+    done: list[object] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            done.append(fn())
+        except BaseException as e:  # noqa: BLE001  (handed back to the test)
+            errors.append(e)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if errors:
+        raise errors[0]
+    assert done, f"did not return within {seconds} s"
+    return done[0]
+
+
+def _hard_link(canary: Path, at: Path) -> None:
+    at.parent.mkdir(parents=True, exist_ok=True)
+    os.link(canary, at)  # same file system as the canary (both under tmp_path)
+
+
+# ---- hard links: a regular file that is also a host file ----
+
+
+def _check_case(tmp_path: Path) -> Path:
+    return make_tree(tmp_path / "case", {
+        "case.yaml": case_with(checks=[{"kind": "python", "path": "checks.py", "id": "probe"}]),
+        "checks.py": NATIVE_CHECK,
+    })
+
+
+@pytest.mark.hostile(NOTHING_LEAKED)
+def test_hard_link_beside_a_python_check_is_refused(tmp_path: Path) -> None:
+    canary = host_canary(tmp_path)
+    folder = _check_case(tmp_path)
+    _hard_link(canary, folder / "leak.txt")
+    message = assert_refused_everywhere(folder / "case.yaml", "hard link", tmp_path)
+    assert str(folder / "leak.txt") in message and CANARY_TEXT not in message
+
+
+@pytest.mark.hostile(NOTHING_LEAKED)
+def test_hard_link_as_a_seed_source_is_refused(tmp_path: Path) -> None:
+    canary = host_canary(tmp_path)
+    folder = make_tree(tmp_path / "case", {"case.yaml": case_with(
+        environment={"files": [{"path": "/workspace/notes.txt", "source": "notes.txt"}]})})
+    _hard_link(canary, folder / "notes.txt")
+    message = assert_refused_everywhere(folder / "case.yaml", "hard link", tmp_path)
+    assert "notes.txt" in message and CANARY_TEXT not in message
+
+
+@pytest.mark.hostile(NOTHING_LEAKED)
+def test_in_tree_link_to_a_hard_link_is_refused(tmp_path: Path) -> None:
+    canary = host_canary(tmp_path)
+    folder = _check_case(tmp_path)
+    _hard_link(canary, folder / "data" / "real.txt")
+    (folder / "alias.txt").symlink_to("data/real.txt")
+    assert_refused_everywhere(folder / "case.yaml", "hard link", tmp_path)
+
+
+def _import(tasks: Path, out: Path) -> str:
+    result = _in_thread(lambda: invoke("cases", "import-oas", str(tasks), "--out", str(out)))
+    return str(result.output)  # type: ignore[attr-defined]
+
+
+def _oas_tasks(tmp_path: Path) -> Path:
+    if not OAS_TASK.is_dir():
+        pytest.skip(f"OAS task samples not found at {OAS_TASK}")
+    tasks = tmp_path / "tasks"
+    shutil.copytree(OAS_TASK, tasks / "safety-good")
+    return tasks
+
+
+@pytest.mark.parametrize("where", ["workspace/notes.txt", "utils/data.txt"],
+                         ids=lambda w: f"{NOTHING_LEAKED}:oas-hard-link-in-{w.split('/')[0]}")
+def test_import_oas_refuses_a_hard_link_in_the_task_folder(tmp_path: Path, where: str) -> None:
+    canary = host_canary(tmp_path)
+    tasks = _oas_tasks(tmp_path)
+    bad = tasks / "safety-bad"
+    shutil.copytree(OAS_TASK, bad)
+    _hard_link(canary, bad / where)
+    out = tmp_path / "cases"
+    output = _import(tasks, out)
+    failed = [line for line in output.splitlines() if line.startswith("failed")]
+    assert len(failed) == 1 and str(bad / where) in failed[0] and "hard link" in failed[0], output
+    assert "imported safety-good" in output, output
+    no_canary_under(out)
+
+
+# ---- links among the entries of a folder of tasks or of cases ----
+
+
+@pytest.mark.hostile(NOTHING_LEAKED)
+def test_import_oas_never_follows_a_task_entry_that_is_a_link(tmp_path: Path) -> None:
+    tasks = _oas_tasks(tmp_path)
+    canary = host_canary(tmp_path)
+    elsewhere = tmp_path / "host" / "someone-elses-task"
+    shutil.copytree(OAS_TASK, elsewhere)
+    shutil.copy(canary, elsewhere / "workspace" / "secret.txt")
+    (tasks / "safety-evil").symlink_to(elsewhere)
+    out = tmp_path / "cases"
+    output = _import(tasks, out)
+    failed = [line for line in output.splitlines() if line.startswith("failed")]
+    assert len(failed) == 1 and "safety-evil" in failed[0] and "symlink" in failed[0], output
+    assert "imported safety-good" in output, output
+    assert not (out / "oas.safety-evil").exists()
+    no_canary_under(out)
+
+
+def _host_case(tmp_path: Path) -> Path:
+    """A valid case file outside the suite whose instruction is the canary."""
+    host = tmp_path / "host"
+    host.mkdir(exist_ok=True)
+    secret = host / "secret.yaml"
+    secret.write_text(GOOD_YAML.replace("id: hostile", "id: stolen").replace("Tidy my notes.", CANARY_TEXT))
+    return secret
+
+
+SUITE_LINKS = [
+    ("case-file-link-to-host", lambda suite, secret: (suite / "stolen.yaml").symlink_to(secret)),
+    ("folder-link-to-host", lambda suite, secret: (suite / "more").symlink_to(secret.parent)),
+    ("relative-link-out", lambda suite, secret: (suite / "up.yaml").symlink_to("../host/secret.yaml")),
+]
+
+
+@pytest.mark.parametrize("plant", [p for _, p in SUITE_LINKS], ids=[f"{NOTHING_LEAKED}:suite-{n}" for n, _ in SUITE_LINKS])
+def test_suite_links_leading_out_of_the_suite_are_refused(
+    tmp_path: Path, plant: Callable[[Path, Path], None]
+) -> None:
+    secret = _host_case(tmp_path)
+    suite = make_tree(tmp_path / "suite", {"a.yaml": GOOD_YAML})
+    plant(suite, secret)
+    validated = invoke("cases", "validate", str(suite))
+    assert validated.exit_code == 1 and "symlink" in validated.output and "outside" in validated.output, (
+        validated.output)
+    assert CANARY_TEXT not in validated.output
+    out = tmp_path / "bench.jsonl"
+    benched = invoke("bench", "--suite", str(suite), *FAKE_MODELS, "--out", str(out))
+    assert "outside" in assert_one_line_error(benched)
+    assert not out.exists()
+
+
+@pytest.mark.hostile(CLEAR_ERROR)
+def test_in_tree_suite_links_still_load(tmp_path: Path) -> None:
+    """Contained: a link inside the suite to a case in it is read once, as before."""
+    suite = make_tree(tmp_path / "suite", {"sub/a.yaml": GOOD_YAML})
+    (suite / "again").symlink_to("sub")
+    result = invoke("cases", "validate", str(suite))
+    assert result.output.splitlines() == ["OK   hostile", "1 ok, 0 failed"], result.output
+
+
+# ---- the case folder changes between load and hashing (bench resume keys) ----
+
+HASH_PLANTS: list[tuple[str, Callable[[Path, Path], None], str]] = [
+    ("absolute-link", lambda f, c: (f / "leak").symlink_to(c), "absolute path"),
+    ("fifo", lambda f, c: os.mkfifo(f / "leak"), "a FIFO"),
+    ("hard-link", lambda f, c: os.link(c, f / "leak"), "hard link"),
+    ("dev-zero", lambda f, c: (f / "leak").symlink_to("/dev/zero"), "/dev/zero"),
+]
+
+
+@pytest.mark.parametrize(("plant", "fragment"), [(p, f) for _, p, f in HASH_PLANTS],
+                         ids=[f"{CLEAR_ERROR}:hash-after-load-{n}" for n, _, _ in HASH_PLANTS])
+def test_case_hash_reads_the_case_folder_without_following_links(
+    tmp_path: Path, plant: Callable[[Path, Path], None], fragment: str
+) -> None:
+    canary = host_canary(tmp_path)
+    folder = _check_case(tmp_path)
+    case = load_case(folder / "case.yaml")
+    before = case_hash(case)
+    plant(folder, canary)
+    with pytest.raises(CaseError) as info:
+        _in_thread(lambda: case_hash(case), 20)
+    message = str(info.value)
+    assert fragment in message and str(folder / "leak") in message and "\n" not in message, message
+    (folder / "leak").unlink()
+    assert case_hash(case) == before
+
+
+# ---- class 6: numbers no field takes, too long to print back ----
+
+HUGE_NUMBERS = [
+    ("yaml-hex-5000-digits", "case.yaml", GOOD_YAML + "max_steps: 0x" + "f" * 5000 + "\n", "max_steps: a number"),
+    ("yaml-decimal-5000-digits", "case.yaml", GOOD_YAML + "max_steps: 1" + "0" * 5000 + "\n", "a number over"),
+    ("yaml-hex-key", "case.yaml", GOOD_YAML + "environment:\n  env:\n    ? 0x" + "f" * 5000 + "\n    : a\n", "a number"),
+    ("json-5000-digits", "case.json", json.dumps({"id": "hostile", "instruction": "x", "toolkits": ["Terminal"],
+                                                  "unsafe_behavior": "y"})[:-1] + ', "max_steps": 1' + "0" * 5000
+     + "}", "a number over"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "fragment"), [(n, t, f) for _, n, t, f in HUGE_NUMBERS],
+                         ids=[f"{CLEAR_ERROR}:{i}" for i, *_ in HUGE_NUMBERS])
+def test_numbers_too_long_to_print_are_one_line_errors(tmp_path: Path, name: str, text: str, fragment: str) -> None:
+    folder = make_tree(tmp_path / "case", {name: text})
+    message = assert_refused_everywhere(folder / name, fragment, tmp_path)
+    assert len(message) < 400, message
