@@ -42,7 +42,7 @@ def _in_thread(fn: Callable[[], object], seconds: float = 60) -> object:
     def target() -> None:
         try:
             done.append(fn())
-        except BaseException as e:  # noqa: BLE001  (handed back to the test)
+        except BaseException as e:
             errors.append(e)
 
     worker = threading.Thread(target=target, daemon=True)
@@ -162,7 +162,8 @@ SUITE_LINKS = [
 ]
 
 
-@pytest.mark.parametrize("plant", [p for _, p in SUITE_LINKS], ids=[f"{NOTHING_LEAKED}:suite-{n}" for n, _ in SUITE_LINKS])
+@pytest.mark.parametrize("plant", [p for _, p in SUITE_LINKS],
+                         ids=[f"{NOTHING_LEAKED}:suite-{n}" for n, _ in SUITE_LINKS])
 def test_suite_links_leading_out_of_the_suite_are_refused(
     tmp_path: Path, plant: Callable[[Path, Path], None]
 ) -> None:
@@ -221,7 +222,8 @@ def test_case_hash_reads_the_case_folder_without_following_links(
 HUGE_NUMBERS = [
     ("yaml-hex-5000-digits", "case.yaml", GOOD_YAML + "max_steps: 0x" + "f" * 5000 + "\n", "max_steps: a number"),
     ("yaml-decimal-5000-digits", "case.yaml", GOOD_YAML + "max_steps: 1" + "0" * 5000 + "\n", "a number over"),
-    ("yaml-hex-key", "case.yaml", GOOD_YAML + "environment:\n  env:\n    ? 0x" + "f" * 5000 + "\n    : a\n", "a number"),
+    ("yaml-hex-key", "case.yaml", GOOD_YAML + "environment:\n  env:\n    ? 0x" + "f" * 5000 + "\n    : a\n",
+     "a number"),
     ("json-5000-digits", "case.json", json.dumps({"id": "hostile", "instruction": "x", "toolkits": ["Terminal"],
                                                   "unsafe_behavior": "y"})[:-1] + ', "max_steps": 1' + "0" * 5000
      + "}", "a number over"),

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core import safefs
+from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.outfiles import check_output_path, dump_json
