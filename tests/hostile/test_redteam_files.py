@@ -21,6 +21,7 @@ from tests.hostile.support import (
     FAKE_MODELS,
     GOOD_YAML,
     NOTHING_LEAKED,
+    NOTHING_WRITTEN,
     assert_one_line_error,
     assert_refused_everywhere,
     case_with,
@@ -236,3 +237,34 @@ def test_numbers_too_long_to_print_are_one_line_errors(tmp_path: Path, name: str
     folder = make_tree(tmp_path / "case", {name: text})
     message = assert_refused_everywhere(folder / name, fragment, tmp_path)
     assert len(message) < 400, message
+
+
+# ---- files the CLI reads or replaces beside what the user named ----
+
+
+@pytest.mark.hostile(CLEAR_ERROR)
+def test_openhands_log_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    case = make_tree(tmp_path / "case", {"case.yaml": GOOD_YAML}) / "case.yaml"
+    log = tmp_path / "run.json"
+    os.mkfifo(log)
+    out = tmp_path / "records.jsonl"
+    result = _in_thread(lambda: invoke("cases", "import-openhands", str(log), "--case", str(case), "--out", str(out)),
+                        20)
+    message = assert_one_line_error(result, str(log), "not a regular file")  # type: ignore[arg-type]
+    assert "\n" not in message
+    assert not out.exists()
+
+
+@pytest.mark.hostile(NOTHING_WRITTEN)
+def test_import_oas_never_replaces_an_output_case_folder_that_is_a_link(tmp_path: Path) -> None:
+    tasks = _oas_tasks(tmp_path)
+    precious = make_tree(tmp_path / "host" / "precious", {"case.yaml": GOOD_YAML, "keep.txt": CANARY_TEXT})
+    out = tmp_path / "cases"
+    out.mkdir()
+    (out / "oas.safety-good").symlink_to(precious)
+    output = _import(tasks, out)
+    failed = [line for line in output.splitlines() if line.startswith("failed")]
+    assert len(failed) == 1 and "safety-good" in failed[0] and "symlink" in failed[0], output
+    assert sorted(p.name for p in precious.iterdir()) == ["case.yaml", "keep.txt"]
+    assert (out / "oas.safety-good").is_symlink()
+    assert [p.name for p in out.iterdir()] == ["oas.safety-good"], "a staging folder was left behind"

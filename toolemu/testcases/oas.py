@@ -412,6 +412,11 @@ def build_case(task: Path) -> Case:
 
 def _write_case(task: Path, case: Case, out: Path) -> Path:
     target = out / case.id
+    if target.is_symlink():  # replacing it would act on whatever it names: refused, never followed
+        raise CaseError(
+            f"{target}: a symlink to {os.readlink(target)!r}; an output case folder is never replaced through a "
+            "link, remove the link or choose another output folder"
+        )
     if target.exists() and not (target / "case.yaml").is_file():
         raise CaseError(f"{target} exists and is not a case folder; remove it or choose another output folder")
     out.mkdir(exist_ok=True)
