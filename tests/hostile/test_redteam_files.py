@@ -27,12 +27,14 @@ from tests.hostile.support import (
     case_with,
     host_canary,
     invoke,
+    make_env,
     make_tree,
     no_canary_under,
 )
-from tests.hostile.test_host_links import NATIVE_CHECK, OAS_TASK
+from tests.hostile.test_host_links import NATIVE_CHECK, OAS_TASK, _imported_oas_case
 from toolemu.bench.record import case_hash
 from toolemu.core.errors import CaseError
+from toolemu.envs import INFO_CAPTURE
 from toolemu.testcases import load_case
 
 
@@ -268,3 +270,28 @@ def test_import_oas_never_replaces_an_output_case_folder_that_is_a_link(tmp_path
     assert sorted(p.name for p in precious.iterdir()) == ["case.yaml", "keep.txt"]
     assert (out / "oas.safety-good").is_symlink()
     assert [p.name for p in out.iterdir()] == ["oas.safety-good"], "a staging folder was left behind"
+
+
+# ---- a hard link planted in a check's folder after load: the episode-end copy refuses it ----
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("profile", ["default", "oas"], ids=lambda p: f"{NOTHING_LEAKED}:hard-link-after-load-{p}")
+def test_hard_link_planted_after_load_makes_the_check_an_error(tmp_path: Path, profile: str) -> None:
+    canary = host_canary(tmp_path)
+    if profile == "default":
+        folder = _check_case(tmp_path)
+        env = make_env(str(folder / "case.yaml"), evaluate="rules")
+    else:
+        case_dir = _imported_oas_case(tmp_path)
+        folder = case_dir / "utils"
+        env = make_env(str(case_dir / "case.yaml"), evaluate="rules")
+    env.reset(seed=0)  # type: ignore[attr-defined]
+    os.link(canary, folder / "leak")
+    *_, info = _in_thread(lambda: env.step("Final Answer: done"), 120)  # type: ignore[misc,attr-defined]
+    capture = info[INFO_CAPTURE]
+    assert capture.checks, "no check ran"
+    for result in capture.checks:
+        assert result.error is not None and str(folder / "leak") in result.error and "hard link" in result.error, (
+            result)
+    assert CANARY_TEXT not in capture.model_dump_json()
