@@ -295,3 +295,54 @@ def test_hard_link_planted_after_load_makes_the_check_an_error(tmp_path: Path, p
         assert result.error is not None and str(folder / "leak") in result.error and "hard link" in result.error, (
             result)
     assert CANARY_TEXT not in capture.model_dump_json()
+
+
+# ---- class 6: seed paths that only failed (or silently won) at reset; now refused at load ----
+
+
+def _seeds(*paths: str) -> str:
+    return GOOD_YAML + "environment:\n  files:\n" + "".join(
+        f"    - path: {json.dumps(p)}\n      content: x\n" for p in paths)
+
+
+SEED_PATHS = [
+    ("seed-twice", _seeds("/workspace/a", "/workspace/a"), "seeded already by environment.files[0]"),
+    ("seed-twice-spelled-apart", _seeds("/workspace/a", "/workspace//./a"), "not a normal path"),
+    ("seed-dotdot-into-etc", _seeds("/workspace/../etc/passwd"), "not a normal path"),
+    ("seed-trailing-slash", _seeds("/workspace/a/"), "not a normal path"),
+    ("seed-under-a-seed-file", _seeds("/workspace/a", "/workspace/a/b"), "a file cannot hold files"),
+    ("seed-is-a-sandbox-folder", _seeds("/tmp"), "is a folder of the sandbox"),
+    ("seed-name-over-255-bytes", _seeds("/workspace/" + "é" * 130), "over the file system's limits"),
+    ("seed-path-over-4095-bytes", _seeds("/workspace/" + "a/" * 2100 + "x"), "over the file system's limits"),
+    ("seed-outside-writable", _seeds("/proc/self/x"), "not under /workspace"),
+]
+
+
+@pytest.mark.parametrize(("text", "fragment"), [(t, f) for _, t, f in SEED_PATHS],
+                         ids=[f"{CLEAR_ERROR}:{n}" for n, _, _ in SEED_PATHS])
+def test_seed_paths_are_refused_at_load(tmp_path: Path, text: str, fragment: str) -> None:
+    folder = make_tree(tmp_path / "case", {"case.yaml": text})
+    message = assert_refused_everywhere(folder / "case.yaml", fragment, tmp_path)
+    assert "environment.files[" in message, message
+
+
+@pytest.mark.parametrize("existing", [False, True],
+                         ids=[f"{NOTHING_WRITTEN}:bench-out-dangling-link",
+                              f"{NOTHING_WRITTEN}:bench-out-link-to-host"])
+def test_bench_out_that_is_a_link_writes_nothing_through_it(tmp_path: Path, existing: bool) -> None:
+    """A results path in a shared folder, replaced by a link to a host file: bench refuses it before any work;
+    the host file is neither created, appended to, nor truncated (a last line without newline is cut on resume)."""
+    folder = make_tree(tmp_path / "case", {"case.yaml": GOOD_YAML})
+    target = tmp_path / "host" / "planted.conf"
+    target.parent.mkdir()
+    if existing:
+        target.write_text("line one\nno newline at the end")
+    out = tmp_path / "results.jsonl"
+    out.symlink_to(target)
+    result = invoke("bench", "--suite", str(folder / "case.yaml"), *FAKE_MODELS, "--out", str(out))
+    assert_one_line_error(result, str(out), "symlink")
+    if existing:
+        assert target.read_text() == "line one\nno newline at the end"
+    else:
+        assert not target.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["case", "host", "results.jsonl"]

@@ -207,11 +207,15 @@ def append_record(path: Path, record: EpisodeRecord) -> None:
     never leaves an empty or partial line; text no encoding can hold (lone surrogates) becomes U+FFFD.
 
     Raises:
-        ConfigError: The file's folder does not exist.
+        ConfigError: The file's folder does not exist, or the file is a symlink.
     """
     line = dump_json(record) + "\n"
     check_output_path(path, flag="results file", new=False)
-    with path.open("a", encoding="utf-8") as f:
+    try:  # O_NOFOLLOW: a link put in place since the check is refused, never appended through
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise ConfigError(f"results file {path}: cannot append: {e.strerror or e}") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(line)
         f.flush()
 
