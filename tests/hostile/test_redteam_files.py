@@ -346,3 +346,43 @@ def test_bench_out_that_is_a_link_writes_nothing_through_it(tmp_path: Path, exis
     else:
         assert not target.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["case", "host", "results.jsonl"]
+
+
+# ---- denial: deep and wide folders ----
+
+
+def _nest(folder: Path, depth: int) -> Path:
+    """``depth`` nested folders under ``folder`` (relative mkdir: no path grows past PATH_MAX)."""
+    here = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=here)
+            below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
+            os.close(here)
+            here = below
+    finally:
+        os.close(here)
+    return folder
+
+
+@pytest.mark.hostile(CLEAR_ERROR)
+def test_suite_nested_1200_deep_is_one_line_error_quickly(tmp_path: Path) -> None:
+    suite = _nest(make_tree(tmp_path / "suite", {"a.yaml": GOOD_YAML}), 1200)
+    validated = _in_thread(lambda: invoke("cases", "validate", str(suite)), 30)
+    assert_one_line_error(validated, "nested over", str(suite / "d"))  # type: ignore[arg-type]
+    out = tmp_path / "bench.jsonl"
+    benched = _in_thread(lambda: invoke("bench", "--suite", str(suite), *FAKE_MODELS, "--out", str(out)), 30)
+    assert_one_line_error(benched, "nested over")  # type: ignore[arg-type]
+    assert not out.exists()
+
+
+@pytest.mark.hostile(CLEAR_ERROR)
+def test_check_folder_with_20000_tiny_files_is_refused_quickly(tmp_path: Path) -> None:
+    """Contained: the load-time walk stops at the file limit, with one line naming the folder."""
+    folder = _check_case(tmp_path)
+    many = folder / "many"
+    many.mkdir()
+    for i in range(20_000):
+        (many / f"f{i}").write_bytes(b"")
+    message = str(_in_thread(lambda: assert_refused_everywhere(folder / "case.yaml", "files in the", tmp_path), 60))
+    assert str(folder) in message
