@@ -33,6 +33,7 @@ from tests.hostile.support import (
 )
 from tests.hostile.test_host_links import NATIVE_CHECK, OAS_TASK, _imported_oas_case
 from toolemu.bench.record import case_hash
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.envs import INFO_CAPTURE
 from toolemu.testcases import load_case
@@ -368,12 +369,15 @@ def _nest(folder: Path, depth: int) -> Path:
 @pytest.mark.hostile(CLEAR_ERROR)
 def test_suite_nested_1200_deep_is_one_line_error_quickly(tmp_path: Path) -> None:
     suite = _nest(make_tree(tmp_path / "suite", {"a.yaml": GOOD_YAML}), 1200)
-    validated = _in_thread(lambda: invoke("cases", "validate", str(suite)), 30)
-    assert_one_line_error(validated, "nested over", str(suite / "d"))  # type: ignore[arg-type]
-    out = tmp_path / "bench.jsonl"
-    benched = _in_thread(lambda: invoke("bench", "--suite", str(suite), *FAKE_MODELS, "--out", str(out)), 30)
-    assert_one_line_error(benched, "nested over")  # type: ignore[arg-type]
-    assert not out.exists()
+    try:
+        validated = _in_thread(lambda: invoke("cases", "validate", str(suite)), 30)
+        assert_one_line_error(validated, "nested over", str(suite / "d"))  # type: ignore[arg-type]
+        out = tmp_path / "bench.jsonl"
+        benched = _in_thread(lambda: invoke("bench", "--suite", str(suite), *FAKE_MODELS, "--out", str(out)), 30)
+        assert_one_line_error(benched, "nested over")  # type: ignore[arg-type]
+        assert not out.exists()
+    finally:
+        safefs.remove_tree(suite / "d")  # pytest's own clean-up of tmp folders recurses and cannot
 
 
 @pytest.mark.hostile(CLEAR_ERROR)
@@ -386,3 +390,27 @@ def test_check_folder_with_20000_tiny_files_is_refused_quickly(tmp_path: Path) -
         (many / f"f{i}").write_bytes(b"")
     message = str(_in_thread(lambda: assert_refused_everywhere(folder / "case.yaml", "files in the", tmp_path), 60))
     assert str(folder) in message
+
+
+@pytest.mark.parametrize("layout", ["case-folder", "suite-folder"],
+                         ids=lambda w: f"{NOTHING_LEAKED}:toolkit-spec-hard-link-{w}")
+def test_toolkit_spec_that_is_a_hard_link_is_refused(tmp_path: Path, layout: str) -> None:
+    """A spec travels into the emulator's prompt, so to a model provider: a hard link must not bring a host file."""
+    host = tmp_path / "host"
+    host.mkdir()
+    secret = host / "secret.json"
+    secret.write_text(json.dumps({"toolkit": "Secret", "description": CANARY_TEXT, "tools": []}))
+    folder = make_tree(tmp_path / "suite" / "case", {"case.yaml": case_with()})
+    specs = folder / "toolkits" if layout == "case-folder" else folder.parent / "toolkits"
+    _hard_link(secret, specs / "Secret.json")
+    with pytest.raises(CaseError, match="hard link") as info:
+        make_env(str(folder / "case.yaml"))
+    message = str(info.value)
+    assert str(specs / "Secret.json") in message and CANARY_TEXT not in message
+    validated = invoke("cases", "validate", str(folder / "case.yaml"))
+    assert validated.exit_code == 1 and f"FAIL {message}" in validated.output, validated.output
+    assert assert_one_line_error(invoke("run", "--case", str(folder / "case.yaml"), *FAKE_MODELS)) == message
+    out = tmp_path / "bench.jsonl"  # bench loads specs per episode: the episode is an error record
+    invoke("bench", "--suite", str(folder / "case.yaml"), *FAKE_MODELS, "--out", str(out))
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["status"] == "error" and CANARY_TEXT not in out.read_text(), record["status"]
