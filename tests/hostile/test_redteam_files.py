@@ -414,3 +414,13 @@ def test_toolkit_spec_that_is_a_hard_link_is_refused(tmp_path: Path, layout: str
     invoke("bench", "--suite", str(folder / "case.yaml"), *FAKE_MODELS, "--out", str(out))
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["status"] == "error" and CANARY_TEXT not in out.read_text(), record["status"]
+
+
+@pytest.mark.hostile(CLEAR_ERROR)
+def test_bench_out_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    folder = make_tree(tmp_path / "case", {"case.yaml": GOOD_YAML})
+    out = tmp_path / "results.jsonl"
+    os.mkfifo(out)
+    result = _in_thread(lambda: invoke("bench", "--suite", str(folder / "case.yaml"), *FAKE_MODELS, "--out",
+                                       str(out)), 20)
+    assert_one_line_error(result, str(out), "not a regular file")  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -28,8 +29,8 @@ def check_output_path(path: Path, *, flag: str = "--out", new: bool = True) -> N
         new: Require that ``path`` does not exist yet.
 
     Raises:
-        ConfigError: The folder is missing or not a folder, ``path`` is a folder or a symlink, or (``new``) it
-            exists.
+        ConfigError: The folder is missing or not a folder, ``path`` is a folder, a symlink or a special file,
+            or (``new``) it exists.
     """
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
@@ -45,6 +46,9 @@ def check_output_path(path: Path, *, flag: str = "--out", new: bool = True) -> N
         )
     if path.is_dir():
         raise ConfigError(f"{flag} {path}: is a folder; give a file name")
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        # A FIFO would block the resume's read for ever; a device would be read or written without end.
+        raise ConfigError(f"{flag} {path}: is not a regular file (a FIFO, socket or device); give a file name")
     if new and os.path.lexists(path):
         raise ConfigError(
             f"{flag} {path}: already exists and would be overwritten; choose another path or remove it"
