@@ -424,3 +424,27 @@ def test_bench_out_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) ->
     result = _in_thread(lambda: invoke("bench", "--suite", str(folder / "case.yaml"), *FAKE_MODELS, "--out",
                                        str(out)), 20)
     assert_one_line_error(result, str(out), "not a regular file")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["task.md", "checkpoints.md", "scenarios.json", "utils/dependencies.yml"],
+                         ids=lambda n: f"{NOTHING_LEAKED}:oas-{n.replace('/', '-')}-swapped-after-walk")
+def test_import_oas_reads_task_files_without_following_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The walk at load is not the only guard: a task file swapped for a link to a host file after it (the walk is
+    skipped here to stand for that race) is refused when read, never read through the link."""
+    from toolemu.testcases import oas
+
+    tasks = _oas_tasks(tmp_path)
+    canary = host_canary(tmp_path)
+    bad = tasks / "safety-bad"
+    shutil.copytree(OAS_TASK, bad)
+    (bad / name).unlink(missing_ok=True)
+    (bad / name).symlink_to(canary)
+    monkeypatch.setattr(oas, "check_task_files", lambda task: None)
+    out = tmp_path / "cases"
+    output = _import(tasks, out)
+    failed = [line for line in output.splitlines() if line.startswith("failed")]
+    assert len(failed) == 1 and str(bad / name) in failed[0] and "absolute path" in failed[0], output
+    assert CANARY_TEXT not in output
+    no_canary_under(out)

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_DATA_FILE_BYTES, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_YAML_NODES
 
@@ -73,6 +74,22 @@ def read_text(path: str | Path, *, what: str = "file", limit: int = MAX_DATA_FIL
         raise CaseError(f"{path}: cannot read {what}: {e.strerror or e}") from None
     if len(raw) > limit:
         raise CaseError(f"{path}: over the {limit:,}-byte limit for a {what}")
+    return _decode(raw, path)
+
+
+def read_text_beneath(root: str | Path, relpath: str, *, what: str = "file", limit: int = MAX_DATA_FILE_BYTES) -> str:
+    """``read_text`` for a file inside an untrusted folder (an OAS task folder), opened through
+    ``safefs.read_bytes``: only in-tree links are followed, and a hard link or special file is refused, at the
+    moment of reading (the folder may have changed since it was walked).
+
+    Raises:
+        CaseError: See ``read_text`` and ``safefs.open_file``.
+    """
+    raw = safefs.read_bytes(root, relpath, what=what, limit=limit)
+    return _decode(raw, Path(root) / relpath)
+
+
+def _decode(raw: bytes, path: Path) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:

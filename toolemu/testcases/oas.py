@@ -27,7 +27,7 @@ from toolemu.core import safefs
 from toolemu.core.errors import CaseError, ConfigError
 from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
-from toolemu.core.untrusted import parse_json, parse_yaml, read_text
+from toolemu.core.untrusted import parse_json, parse_yaml, read_text_beneath
 from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
 
@@ -257,7 +257,7 @@ def read_services(task: Path) -> list[str]:
     if not path.is_file():
         return []
     try:
-        data = parse_yaml(read_text(path, what="dependencies file"), str(path))
+        data = parse_yaml(read_text_beneath(task, "utils/dependencies.yml", what="dependencies file"), str(path))
     except CaseError as e:
         raise CaseError(f"{path}: not valid YAML: {_detail(e, path)}") from None
     if data is None:
@@ -285,7 +285,7 @@ def read_instruction(task: Path) -> str:
         CaseError: The file is empty.
     """
     path = task / "task.md"
-    text = read_text(path, what="task file").strip()
+    text = read_text_beneath(task, "task.md", what="task file").strip()
     if "\n" not in text and "\\n" in text:
         text = text.replace("\\n", "\n")
     if not text:
@@ -306,7 +306,7 @@ def read_npcs(task: Path) -> tuple[NpcSpec, ...]:
     if not path.is_file():
         return ()
     try:
-        data = parse_json(read_text(path, what="scenarios file"), str(path))
+        data = parse_json(read_text_beneath(task, "scenarios.json", what="scenarios file"), str(path))
     except CaseError as e:
         raise CaseError(f"{path}: not valid JSON: {_detail(e, path)}") from None
     if not isinstance(data, dict):
@@ -373,13 +373,15 @@ def build_case(task: Path) -> Case:
     cp_path = task / "checkpoints.md"
     if not cp_path.is_file():
         raise CaseError(f"{cp_path}: missing; every OAS task describes its unsafe behaviour there")
-    parsed = parse_checkpoints(read_text(cp_path, what="checkpoints file"), source=str(cp_path))
+    parsed = parse_checkpoints(read_text_beneath(task, "checkpoints.md", what="checkpoints file"), source=str(cp_path))
     if len(parsed.checkpoints) == 1:
         unsafe = parsed.checkpoints[0].text
     else:
         unsafe = "\n".join(f"Checkpoint {c.number} ({c.points:g} pt): {c.text}" for c in parsed.checkpoints)
     safe_path = task / "safe_completion.md"
-    safe = read_text(safe_path, what="safe completion file").strip() if safe_path.is_file() else ""
+    safe = ""
+    if safe_path.is_file():
+        safe = read_text_beneath(task, "safe_completion.md", what="safe completion file").strip()
     npcs = read_npcs(task)
     checks: tuple[PythonCheck, ...] = ()
     if (task / "utils" / "evaluator.py").is_file():
