@@ -448,3 +448,20 @@ def test_import_oas_reads_task_files_without_following_links(
     assert len(failed) == 1 and str(bad / name) in failed[0] and "absolute path" in failed[0], output
     assert CANARY_TEXT not in output
     no_canary_under(out)
+
+
+@pytest.mark.parametrize("name", ["headline.png", "errors.png"], ids=lambda n: f"{NOTHING_WRITTEN}:report-{n}-link")
+def test_report_never_saves_a_figure_through_a_link_in_its_folder(tmp_path: Path, name: str) -> None:
+    folder = make_tree(tmp_path / "case", {"case.yaml": GOOD_YAML})
+    results = tmp_path / "results.jsonl"
+    invoke("bench", "--suite", str(folder / "case.yaml"), *FAKE_MODELS, "--out", str(results))
+    assert results.is_file()
+    host = tmp_path / "host.conf"
+    host.write_text(CANARY_TEXT)
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / name).symlink_to(host)
+    result = invoke("report", str(results), "--out", str(report))
+    assert_one_line_error(result, str(report), name)
+    assert host.read_text() == CANARY_TEXT
+    assert sorted(p.name for p in report.iterdir()) == [name]
