@@ -465,3 +465,17 @@ def test_report_never_saves_a_figure_through_a_link_in_its_folder(tmp_path: Path
     assert_one_line_error(result, str(report), name)
     assert host.read_text() == CANARY_TEXT
     assert sorted(p.name for p in report.iterdir()) == [name]
+
+
+@pytest.mark.parametrize("layout", ["suite/x.yaml", "suite/case/case.yaml"],
+                         ids=lambda w: f"{NOTHING_LEAKED}:suite-case-file-hard-link-{w.count('/')}")
+def test_case_file_found_in_a_suite_that_is_a_hard_link_is_refused(tmp_path: Path, layout: str) -> None:
+    secret = _host_case(tmp_path)
+    suite = make_tree(tmp_path / "suite", {"a.yaml": GOOD_YAML})
+    _hard_link(secret, tmp_path / layout)
+    validated = invoke("cases", "validate", str(suite))
+    assert validated.exit_code == 1 and "hard link" in validated.output and str(tmp_path / layout) in validated.output
+    assert CANARY_TEXT not in validated.output
+    out = tmp_path / "bench.jsonl"
+    assert "hard link" in assert_one_line_error(invoke("bench", "--suite", str(suite), *FAKE_MODELS, "--out", str(out)))
+    assert not out.exists()

@@ -43,6 +43,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINK_HOPS = 40
+_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep  # the installed toolemu package
 _CHUNK = 1 << 20
 
 
@@ -152,9 +153,16 @@ def _resolve(root_fd: int, parts: list[str], shown: str, what: str = "folder") -
             os.close(fd)
 
 
-def _check_single_link(shown: str | Path, st: os.stat_result, what: str) -> None:
-    """Refuses a regular file of an untrusted folder that has other names (a hard link), see the module docstring."""
-    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+def check_single_link(shown: str | Path, st: os.stat_result, what: str) -> None:
+    """Refuses a regular file of an untrusted folder that has other names (a hard link), see the module docstring.
+
+    Files of the installed package itself (the built-in suite) are exempt: installers such as uv hard-link a
+    package's files from their cache.
+
+    Raises:
+        CaseError: ``st`` is a regular file with ``st_nlink > 1``; naming ``shown`` and ``what`` holds it.
+    """
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and not os.path.abspath(shown).startswith(_PACKAGE):
         raise CaseError(
             f"{shown}: a hard link ({st.st_nlink} names for one file), refused in a {what} since the other name may "
             "be a host file; replace it with a copy"
@@ -168,7 +176,7 @@ def _check_link(root_fd: int, parts: list[str], shown: str, what: str) -> None:
         raise CaseError(f"{shown}: link to a folder; only links to files inside the folder are allowed")
     if not stat.S_ISREG(st.st_mode):
         raise CaseError(f"{shown}: link to {kind_of(st.st_mode)}, not a regular file; special files are refused")
-    _check_single_link(shown, st, what)
+    check_single_link(shown, st, what)
 
 
 def stat_beneath(root: str | Path, relpath: str, *, what: str = "file") -> os.stat_result:
@@ -185,7 +193,7 @@ def stat_beneath(root: str | Path, relpath: str, *, what: str = "file") -> os.st
     finally:
         os.close(top)
     os.close(dir_fd)
-    _check_single_link(shown, st, f"folder of the {what}")
+    check_single_link(shown, st, f"folder of the {what}")
     return st
 
 
@@ -217,7 +225,7 @@ def open_file(root: str | Path, relpath: str, *, what: str = "file") -> int:
         os.close(fd)
         raise CaseError(f"{shown}: changed into a special file while opened; refused")
     try:
-        _check_single_link(shown, opened, f"folder of the {what}")
+        check_single_link(shown, opened, f"folder of the {what}")
     except CaseError:
         os.close(fd)
         raise
@@ -345,7 +353,7 @@ def walk_folder(
             if entry.kind == "link":
                 _check_link(root_fd, entry.parts, str(top.joinpath(*entry.parts)), what)
             elif entry.kind == "file":
-                _check_single_link(top.joinpath(*entry.parts), entry.st, what)
+                check_single_link(top.joinpath(*entry.parts), entry.st, what)
             if entry.kind != "leave":
                 budget.add(entry)
     except OSError as e:
@@ -498,7 +506,7 @@ def _copy_file(
         if not stat.S_ISREG(st.st_mode):
             raise CaseError(f"{top.joinpath(*entry.parts)}: changed into {kind_of(st.st_mode)} while copied; refused")
         if single is not None:
-            _check_single_link(top.joinpath(*entry.parts), st, single)
+            check_single_link(top.joinpath(*entry.parts), st, single)
         new = os.open(name, _CREATE_FLAGS, 0o600, dir_fd=out_fd)
         try:
             copied = 0

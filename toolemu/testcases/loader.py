@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError, NotRegisteredError
 from toolemu.core.limits import MAX_FOLDER_DEPTH
 from toolemu.core.untrusted import load_data
@@ -128,8 +130,8 @@ def case_files(folder: str | Path) -> list[Path]:
     or a folder) must resolve inside ``folder``: one leading out of it would read host files as cases.
 
     Raises:
-        CaseError: A symlink under ``folder`` resolves outside it (or cannot be resolved), or folders nest
-            deeper than ``MAX_FOLDER_DEPTH``; naming the path.
+        CaseError: A symlink under ``folder`` resolves outside it (or cannot be resolved), a case file is a
+            hard link, or folders nest deeper than ``MAX_FOLDER_DEPTH``; naming the path.
     """
     top = Path(folder)
     root = top.resolve()
@@ -137,6 +139,11 @@ def case_files(folder: str | Path) -> list[Path]:
     found: list[Path] = []
     # Depth first with an explicit stack (no recursion limit to hit); each frame lists one folder, sorted.
     stack: list[tuple[Iterator[Path], int]] = []
+
+    def add(path: Path) -> None:
+        # A hard link passes every path check, yet its other name may be a host file (`ln ~/.secret.yaml x.yaml`).
+        safefs.check_single_link(path, os.stat(path), "folder of cases")
+        found.append(path)
 
     def enter(path: Path, depth: int) -> None:
         if depth > MAX_FOLDER_DEPTH:
@@ -146,7 +153,7 @@ def case_files(folder: str | Path) -> list[Path]:
             return
         seen.add(real)
         if (path / CASE_FILE).is_file():
-            found.append(path / CASE_FILE)
+            add(path / CASE_FILE)
             return
         stack.append((iter(sorted(path.iterdir())), depth))
 
@@ -165,7 +172,7 @@ def case_files(folder: str | Path) -> list[Path]:
             if entry.name != "toolkits":
                 enter(entry, depth + 1)
         elif entry.suffix in CASE_SUFFIXES:
-            found.append(entry)
+            add(entry)
     return found
 
 
