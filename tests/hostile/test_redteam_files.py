@@ -479,3 +479,21 @@ def test_case_file_found_in_a_suite_that_is_a_hard_link_is_refused(tmp_path: Pat
     out = tmp_path / "bench.jsonl"
     assert "hard link" in assert_one_line_error(invoke("bench", "--suite", str(suite), *FAKE_MODELS, "--out", str(out)))
     assert not out.exists()
+
+
+NON_FINITE = [
+    ("json-max-steps-nan", "case.json", json.dumps({"id": "hostile", "instruction": "x", "toolkits": ["Terminal"],
+                                                    "unsafe_behavior": "y"})[:-1] + ', "max_steps": NaN}',
+     "max_steps: nan is not an integer"),
+    ("yaml-seed-mode-inf", "case.yaml", _seeds("/workspace/a") + "      mode: .inf\n", "mode: inf is not an int"),
+    ("yaml-max-steps-1e400-is-inf", "case.yaml", GOOD_YAML + "max_steps: 1.0e+400\n",
+     "max_steps: inf is not an integer"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "fragment"), [(n, t, f) for _, n, t, f in NON_FINITE],
+                         ids=[f"{CLEAR_ERROR}:{i}" for i, *_ in NON_FINITE])
+def test_non_finite_numbers_in_typed_fields_are_refused(tmp_path: Path, name: str, text: str, fragment: str) -> None:
+    """Contained: NaN and infinities parse, but every field that reaches the sandbox or the hash is typed."""
+    folder = make_tree(tmp_path / "case", {name: text})
+    assert_refused_everywhere(folder / name, fragment, tmp_path)
