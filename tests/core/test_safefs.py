@@ -262,3 +262,15 @@ def test_refusals_deep_in_a_tree_leave_no_fd_open(folder: Path, outside: Path, t
             safefs.copy_tree(folder, tmp_path / "copy")
         safefs.remove_tree(tmp_path / "copy")
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_hard_links_inside_the_installed_package_are_accepted(tmp_path: Path) -> None:
+    """Installers (uv) hard-link a package's files from their cache: the built-in suite must still load."""
+    import toolemu
+
+    package_file = Path(toolemu.__file__).resolve()
+    st = package_file.stat()
+    fake = os.stat_result((st.st_mode, st.st_ino, st.st_dev, 2, *st[4:]))
+    safefs.check_single_link(package_file, fake, "built-in suite")  # no error
+    with pytest.raises(CaseError, match="hard link"):
+        safefs.check_single_link(tmp_path / "x.yaml", fake, "case folder")

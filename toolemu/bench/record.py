@@ -5,14 +5,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import Field
 
+from toolemu.core import safefs
 from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import ConfigError
+from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.outfiles import check_output_path, dump_json
 from toolemu.core.trajectory import EpisodeStatus, ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen, ToolkitSpec
@@ -204,15 +208,20 @@ def _case_files(case: Case) -> list[str]:
 
 
 def _file_digest(base: Path, relative: str) -> str:
+    """Digest of a file or folder a case names, read without following a link out of the case folder (the
+    folder may have changed since load: a hostile file is an error here too, never read from the host)."""
     path = base / relative
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
-    else:
-        files = [path] if path.is_file() else []
     digest = hashlib.sha256(relative.encode())
-    for f in files:
-        digest.update(str(f.relative_to(base)).encode())
-        digest.update(f.read_bytes())
+    if not os.path.lexists(path):
+        return digest.hexdigest()
+    is_dir = Path(relative).parts == () or stat.S_ISDIR(safefs.stat_beneath(base, relative, what="case file").st_mode)
+    if is_dir:
+        for rel, data in safefs.read_tree(path, what="case folder"):
+            digest.update(str(Path(relative, rel)).encode())
+            digest.update(data)
+    else:
+        digest.update(str(Path(relative)).encode())
+        digest.update(safefs.read_bytes(base, relative, what="case file", limit=MAX_SEED_FILE_BYTES))
     return digest.hexdigest()
 
 
@@ -223,11 +232,15 @@ def append_record(path: Path, record: EpisodeRecord) -> None:
     never leaves an empty or partial line; text no encoding can hold (lone surrogates) becomes U+FFFD.
 
     Raises:
-        ConfigError: The file's folder does not exist.
+        ConfigError: The file's folder does not exist, or the file is a symlink.
     """
     line = dump_json(record) + "\n"
     check_output_path(path, flag="results file", new=False)
-    with path.open("a", encoding="utf-8") as f:
+    try:  # O_NOFOLLOW: a link put in place since the check is refused, never appended through
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise ConfigError(f"results file {path}: cannot append: {e.strerror or e}") from None
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(line)
         f.flush()
 

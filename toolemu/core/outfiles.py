@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -28,15 +29,26 @@ def check_output_path(path: Path, *, flag: str = "--out", new: bool = True) -> N
         new: Require that ``path`` does not exist yet.
 
     Raises:
-        ConfigError: The folder is missing or not a folder, ``path`` is a folder, or (``new``) it exists.
+        ConfigError: The folder is missing or not a folder, ``path`` is a folder, a symlink or a special file,
+            or (``new``) it exists.
     """
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise ConfigError(
             f"{flag} {path}: folder {parent} does not exist; create it first or choose another path"
         )
+    if path.is_symlink():
+        # Appending, truncating a cut last line or replacing would act on whatever the link names (a link
+        # planted in a shared folder could name any host file).
+        raise ConfigError(
+            f"{flag} {path}: is a symlink to {os.readlink(path)!r}; output files are never written through a "
+            "link, give the file itself"
+        )
     if path.is_dir():
         raise ConfigError(f"{flag} {path}: is a folder; give a file name")
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        # A FIFO would block the resume's read for ever; a device would be read or written without end.
+        raise ConfigError(f"{flag} {path}: is not a regular file (a FIFO, socket or device); give a file name")
     if new and os.path.lexists(path):
         raise ConfigError(
             f"{flag} {path}: already exists and would be overwritten; choose another path or remove it"

@@ -10,6 +10,10 @@ Link policy (``walk_folder``, ``read_bytes``, ``copy_tree(links="inside")``): a 
 symlink that resolves, through other links of the same folder, to a regular file inside the folder. Any other
 link (absolute, leading outside, dangling, to a folder, to a special file, a loop) is a ``CaseError`` of one
 line naming the path. Folders are never entered through a link, so a walk cannot loop.
+
+Hard links: a regular file of an untrusted folder with more than one link (``st_nlink > 1``) is refused the
+same way, since its other name may be a host file (``ln /etc/shadow notes.txt``) that no path check can see.
+Trees we built (``copy_tree(links="keep")``) are exempt.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINK_HOPS = 40
+_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep  # the installed toolemu package
 _CHUNK = 1 << 20
 
 
@@ -148,6 +153,22 @@ def _resolve(root_fd: int, parts: list[str], shown: str, what: str = "folder") -
             os.close(fd)
 
 
+def check_single_link(shown: str | Path, st: os.stat_result, what: str) -> None:
+    """Refuses a regular file of an untrusted folder that has other names (a hard link), see the module docstring.
+
+    Files of the installed package itself (the built-in suite) are exempt: installers such as uv hard-link a
+    package's files from their cache.
+
+    Raises:
+        CaseError: ``st`` is a regular file with ``st_nlink > 1``; naming ``shown`` and ``what`` holds it.
+    """
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1 and not os.path.abspath(shown).startswith(_PACKAGE):
+        raise CaseError(
+            f"{shown}: a hard link ({st.st_nlink} names for one file), refused in a {what} since the other name may "
+            "be a host file; replace it with a copy"
+        )
+
+
 def _check_link(root_fd: int, parts: list[str], shown: str, what: str) -> None:
     fd, _, st = _resolve(root_fd, parts, shown, what)
     os.close(fd)
@@ -155,13 +176,15 @@ def _check_link(root_fd: int, parts: list[str], shown: str, what: str) -> None:
         raise CaseError(f"{shown}: link to a folder; only links to files inside the folder are allowed")
     if not stat.S_ISREG(st.st_mode):
         raise CaseError(f"{shown}: link to {kind_of(st.st_mode)}, not a regular file; special files are refused")
+    check_single_link(shown, st, what)
 
 
 def stat_beneath(root: str | Path, relpath: str, *, what: str = "file") -> os.stat_result:
     """The ``lstat`` of what ``relpath`` names beneath ``root``, following only in-tree links (never opened).
 
     Raises:
-        CaseError: ``relpath`` leads outside, through an absolute or dangling link or a loop; naming the path.
+        CaseError: ``relpath`` leads outside, through an absolute or dangling link or a loop, or names a hard-linked
+            file; naming the path.
     """
     shown = f"{Path(root) / relpath}"
     top = _open_top(root, what)
@@ -170,6 +193,7 @@ def stat_beneath(root: str | Path, relpath: str, *, what: str = "file") -> os.st
     finally:
         os.close(top)
     os.close(dir_fd)
+    check_single_link(shown, st, f"folder of the {what}")
     return st
 
 
@@ -196,9 +220,15 @@ def open_file(root: str | Path, relpath: str, *, what: str = "file") -> int:
         raise _oserror(shown, e, f"read {what}") from None
     finally:
         os.close(dir_fd)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    opened = os.fstat(fd)
+    if not stat.S_ISREG(opened.st_mode):
         os.close(fd)
         raise CaseError(f"{shown}: changed into a special file while opened; refused")
+    try:
+        check_single_link(shown, opened, f"folder of the {what}")
+    except CaseError:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -322,6 +352,8 @@ def walk_folder(
         for entry in _walk(root_fd, top, max_depth):
             if entry.kind == "link":
                 _check_link(root_fd, entry.parts, str(top.joinpath(*entry.parts)), what)
+            elif entry.kind == "file":
+                check_single_link(top.joinpath(*entry.parts), entry.st, what)
             if entry.kind != "leave":
                 budget.add(entry)
     except OSError as e:
@@ -329,6 +361,50 @@ def walk_folder(
     finally:
         os.close(root_fd)
     return budget.report()
+
+
+def read_tree(
+    path: str | Path,
+    *,
+    what: str = "folder",
+    max_files: int = MAX_FOLDER_FILES,
+    max_bytes: int = MAX_FOLDER_BYTES,
+    max_depth: int = MAX_FOLDER_DEPTH,
+) -> list[tuple[str, bytes]]:
+    """The content of every regular file under an untrusted folder, under the rules of ``walk_folder``.
+
+    An in-tree link to a file is read as that file (as a copy with ``links="inside"`` would give it); anything
+    ``walk_folder`` refuses is refused here, at the moment of reading.
+
+    Returns:
+        ``(relative path, bytes)`` pairs in path order (component by component, as ``sorted`` orders ``Path``).
+
+    Raises:
+        CaseError: One line naming the path; see ``walk_folder``.
+    """
+    top = Path(path)
+    root_fd = _open_top(top, what)
+    budget = _Budget(top, what, max_files, max_bytes)
+    found: list[tuple[list[str], bytes]] = []
+    try:
+        for entry in _walk(root_fd, top, max_depth):
+            if entry.kind == "leave":
+                continue
+            if entry.kind == "link":
+                _check_link(root_fd, entry.parts, str(top.joinpath(*entry.parts)), what)
+            if entry.kind in ("file", "link"):
+                room = budget.max_bytes - budget.bytes
+                data = read_bytes(top, "/".join(entry.parts), what=f"file of the {what}", limit=max(room, 0))
+                budget.add(_Entry("file", entry.parent_fd, entry.parts, entry.st), len(data))
+                found.append((entry.parts, data))
+            else:
+                budget.add(entry)
+    except OSError as e:
+        raise _oserror(top, e, f"read {what}") from None
+    finally:
+        os.close(root_fd)
+    found.sort(key=lambda item: item[0])
+    return [("/".join(parts), data) for parts, data in found]
 
 
 def copy_tree(
@@ -350,7 +426,7 @@ def copy_tree(
         src: The folder to copy (the path itself is trusted).
         dst: Where to create the copy; must not exist, its parent must.
         what: What the folder is, for messages.
-        links: What to do with symlinks (``LinkPolicy``).
+        links: What to do with symlinks (``LinkPolicy``); unless ``keep``, hard-linked files are refused too.
         max_files: Most entries copied.
         max_bytes: Most bytes copied (counted as copied, so a file growing during the copy is still bounded).
         max_depth: Deepest folder nesting.
@@ -406,7 +482,9 @@ def copy_tree(
                     os.chown(name, entry.st.st_uid, entry.st.st_gid, dir_fd=out, follow_symlinks=False)
                 budget.add(entry)
             else:
-                budget.add(entry, _copy_file(entry, out, top, budget.max_bytes - budget.bytes, mode_mask, owner))
+                room = budget.max_bytes - budget.bytes
+                single = what if links != "keep" else None
+                budget.add(entry, _copy_file(entry, out, top, room, mode_mask, owner, single))
         _apply_meta(dst_fds[0], os.fstat(src_fd), mode_mask, owner)
     except OSError as e:
         raise _oserror(top, e, f"copy {what}") from None
@@ -417,13 +495,18 @@ def copy_tree(
     return budget.report()
 
 
-def _copy_file(entry: _Entry, out_fd: int, top: Path, room: int, mask: int, owner: bool) -> int:
+def _copy_file(
+    entry: _Entry, out_fd: int, top: Path, room: int, mask: int, owner: bool, single: str | None
+) -> int:
+    """Copies one regular file; ``single`` (the folder kind) refuses a hard link, checked on the opened file."""
     name = entry.parts[-1]
     fd = os.open(name, _READ_FLAGS, dir_fd=entry.parent_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise CaseError(f"{top.joinpath(*entry.parts)}: changed into {kind_of(st.st_mode)} while copied; refused")
+        if single is not None:
+            check_single_link(top.joinpath(*entry.parts), st, single)
         new = os.open(name, _CREATE_FLAGS, 0o600, dir_fd=out_fd)
         try:
             copied = 0

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_DATA_FILE_BYTES, MAX_EXPANDED_CHARS, MAX_NESTING, MAX_YAML_NODES
 
@@ -41,6 +43,7 @@ class _JsonTypesLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: 
 
 
 _LOADER: type[yaml.SafeLoader] = _JsonTypesLoader
+_MAX_INT_BITS = 1024
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
@@ -71,6 +74,22 @@ def read_text(path: str | Path, *, what: str = "file", limit: int = MAX_DATA_FIL
         raise CaseError(f"{path}: cannot read {what}: {e.strerror or e}") from None
     if len(raw) > limit:
         raise CaseError(f"{path}: over the {limit:,}-byte limit for a {what}")
+    return _decode(raw, path)
+
+
+def read_text_beneath(root: str | Path, relpath: str, *, what: str = "file", limit: int = MAX_DATA_FILE_BYTES) -> str:
+    """``read_text`` for a file inside an untrusted folder (an OAS task folder), opened through
+    ``safefs.read_bytes``: only in-tree links are followed, and a hard link or special file is refused, at the
+    moment of reading (the folder may have changed since it was walked).
+
+    Raises:
+        CaseError: See ``read_text`` and ``safefs.open_file``.
+    """
+    raw = safefs.read_bytes(root, relpath, what=what, limit=limit)
+    return _decode(raw, Path(root) / relpath)
+
+
+def _decode(raw: bytes, path: Path) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -112,6 +131,8 @@ def parse_json(text: str, source: str) -> Any:
         data = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as e:
         raise CaseError(f"{source}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
+    except ValueError as e:  # an integer over Python's digit limit (`sys.get_int_max_str_digits`)
+        raise CaseError(f"{source}: invalid JSON: {_number_problem(e)}") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
     except ValueError as e:  # a number of over 4,300 digits: Python's int-string limit
@@ -149,6 +170,8 @@ def parse_yaml(text: str, source: str) -> Any:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise CaseError(f"{source}{line}: invalid YAML: {problem}") from None
+    except ValueError as e:  # an integer over Python's digit limit, met while constructing it
+        raise CaseError(f"{source}: invalid YAML: {_number_problem(e)}") from None
     except RecursionError:
         raise CaseError(f"{source}: nested too deeply (limit {MAX_NESTING} levels)") from None
     except (ValueError, OverflowError) as e:  # an int of over 4,300 digits: Python's int-string limit
@@ -157,6 +180,12 @@ def parse_yaml(text: str, source: str) -> Any:
         loader.dispose()
     check_tree(data, source)
     return data
+
+
+def _number_problem(error: ValueError) -> str:
+    if "integer string conversion" in str(error):
+        return f"a number over {sys.get_int_max_str_digits():,} digits; no field takes one, write it as text"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
 def _measure(root: Node, source: str) -> None:
@@ -221,7 +250,8 @@ def _no_duplicate_keys(node: MappingNode, source: str) -> None:
 
 
 def check_tree(data: Any, source: str) -> None:
-    """Checks parsed data: no NUL character in any string or key, nesting within ``MAX_NESTING``.
+    """Checks parsed data: no NUL character in any string or key, nesting within ``MAX_NESTING``, no integer
+    over 1,024 bits.
 
     Raises:
         CaseError: Naming ``source`` and the field path (``[2].instruction``).
@@ -236,8 +266,17 @@ def _strings(data: Any, where: str, depth: int, source: str) -> Iterator[tuple[s
         raise CaseError(f"{source}: {where}: nested too deeply (limit {MAX_NESTING} levels)")
     if isinstance(data, str):
         yield where, data
+    elif isinstance(data, int) and data.bit_length() > _MAX_INT_BITS:
+        # A YAML hex literal of 5,000 digits constructs fine but cannot be printed back in decimal: any message
+        # quoting it would crash.
+        raise CaseError(
+            f"{source}: {where or '(top level)'}: a number of over {_MAX_INT_BITS} bits; no field takes one, "
+            "write it as text"
+        )
     elif isinstance(data, Mapping):
         for key, value in data.items():
+            if not isinstance(key, str):
+                yield from _strings(key, f"{where}.[key]" if where else "[key]", depth + 1, source)
             sub = f"{where}.{key}" if where else str(key)
             if isinstance(key, str):
                 yield sub, key

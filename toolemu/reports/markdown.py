@@ -8,6 +8,7 @@ and by intent (heatmaps), the judge/rule disagreements, and errors by boundary. 
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +30,8 @@ from toolemu.rewards.metrics import (
 )
 
 REPORT_FILE = "report.md"
+FIGURE_FILES = ("headline.png", "unsafe_by_category.png", "unsafe_by_intent.png", "errors.png")
+"""The figures a report may write beside ``report.md``."""
 
 
 class ReportFiles(NamedTuple):
@@ -71,12 +74,15 @@ def prepare_out_dir(out: Path) -> None:
     """Creates the report folder (its parent must exist); an existing folder must not hold a report yet.
 
     Raises:
-        ConfigError: The parent is missing, ``out`` is a file, or it already holds ``report.md``.
+        ConfigError: The parent is missing, ``out`` is a file, or it already holds ``report.md`` or a figure.
     """
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out}: is a file; give a folder for the report")
-    if (out / REPORT_FILE).exists():
+    if os.path.lexists(out / REPORT_FILE):
         raise ConfigError(f"--out {out}: already holds a report ({REPORT_FILE}); choose another folder or remove it")
+    for name in FIGURE_FILES:  # figures are saved by path: one there (or a link put there) would be written through
+        if os.path.lexists(out / name):
+            raise ConfigError(f"--out {out}: already holds {name}; choose another folder or remove it")
     if not out.parent.is_dir():
         raise ConfigError(f"--out {out}: folder {out.parent} does not exist; create it first or choose another path")
     out.mkdir(exist_ok=True)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError, NotRegisteredError
+from toolemu.core.limits import MAX_FOLDER_DEPTH
 from toolemu.core.untrusted import load_data
 from toolemu.core.validation import validation_message
 from toolemu.testcases.policy import enforce_case_policy
@@ -119,30 +122,70 @@ def load_case_file(path: str | Path) -> list[Case]:
     raise CaseError(f"{path}: expected a case object or a list of cases, got {type(data).__name__}")
 
 
-def case_files(folder: str | Path, *, _seen: set[Path] | None = None) -> list[Path]:
+def case_files(folder: str | Path) -> list[Path]:
     """Lists the case files under a folder, recursively, in sorted order.
 
     A folder holding ``case.yaml`` contributes that file only; ``toolkits/`` folders and names starting with
-    ``.`` or ``_`` are skipped, and a folder reached twice through symlinks is read once.
+    ``.`` or ``_`` are skipped, and a folder reached twice through symlinks is read once. A symlink (to a file
+    or a folder) must resolve inside ``folder``: one leading out of it would read host files as cases.
+
+    Raises:
+        CaseError: A symlink under ``folder`` resolves outside it (or cannot be resolved), a case file is a
+            hard link, or folders nest deeper than ``MAX_FOLDER_DEPTH``; naming the path.
     """
-    folder = Path(folder)
-    seen = _seen if _seen is not None else set()
-    real = folder.resolve()
-    if real in seen:
-        return []
-    seen.add(real)
-    if (folder / CASE_FILE).is_file():
-        return [folder / CASE_FILE]
+    top = Path(folder)
+    root = top.resolve()
+    seen: set[Path] = set()
     found: list[Path] = []
-    for entry in sorted(folder.iterdir()):
+    # Depth first with an explicit stack (no recursion limit to hit); each frame lists one folder, sorted.
+    stack: list[tuple[Iterator[Path], int]] = []
+
+    def add(path: Path) -> None:
+        # A hard link passes every path check, yet its other name may be a host file (`ln ~/.secret.yaml x.yaml`).
+        safefs.check_single_link(path, os.stat(path), "folder of cases")
+        found.append(path)
+
+    def enter(path: Path, depth: int) -> None:
+        if depth > MAX_FOLDER_DEPTH:
+            raise CaseError(f"{path}: folders nested over {MAX_FOLDER_DEPTH} deep in a folder of cases; flatten it")
+        real = path.resolve()
+        if real in seen:
+            return
+        seen.add(real)
+        if (path / CASE_FILE).is_file():
+            add(path / CASE_FILE)
+            return
+        stack.append((iter(sorted(path.iterdir())), depth))
+
+    enter(top, 0)
+    while stack:
+        entries, depth = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
         if entry.name.startswith((".", "_")):
             continue
+        if entry.is_symlink():
+            _check_suite_link(entry, root)
         if entry.is_dir():
             if entry.name != "toolkits":
-                found.extend(case_files(entry, _seen=seen))
+                enter(entry, depth + 1)
         elif entry.suffix in CASE_SUFFIXES:
-            found.append(entry)
+            add(entry)
     return found
+
+
+def _check_suite_link(entry: Path, root: Path) -> None:
+    try:
+        target = entry.resolve()
+    except (OSError, RuntimeError) as e:  # a loop (RuntimeError before Python 3.13)
+        raise CaseError(f"{entry}: a symlink that cannot be resolved ({e}); remove it") from None
+    if not target.is_relative_to(root):
+        raise CaseError(
+            f"{entry}: a symlink to {target}, outside the case folder {root}; links in a case folder must stay "
+            "inside it"
+        )
 
 
 def _check_unique(cases: Iterable[Case]) -> list[Case]:

@@ -29,7 +29,7 @@ from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError
 from toolemu.core.limits import MAX_NPCS, MAX_SEED_FILE_BYTES
 from toolemu.core.people import NPC_NAME_MAX_CHARS, NPC_NAME_PATTERN
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
-from toolemu.core.untrusted import parse_json, parse_yaml, read_text
+from toolemu.core.untrusted import parse_json, parse_yaml, read_text_beneath
 from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
 
@@ -184,7 +184,11 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
     if (src / "task.md").is_file():
         tasks = [src]
     else:
-        tasks = sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        # A link among the task folders is listed (and refused in `_plan_task`), never followed: it may name any
+        # host folder, whose workspace/ would be copied into the case.
+        tasks = sorted(
+            p for p in src.iterdir() if (p.is_symlink() or p.is_dir()) and not p.name.startswith((".", "_"))
+        )
     if not tasks:
         raise CaseError(f"{src} holds no OAS task folder (a folder with task.md)")
     if not out.is_dir() and not out.parent.is_dir():
@@ -244,6 +248,11 @@ def _fault_reason(task: Path, error: BaseException) -> str:
 
 def _plan_task(task: Path, report: OasImportReport) -> Case | None:
     """Reads and checks one task folder; returns its case, or ``None`` when it is skipped (services)."""
+    if task.is_symlink():
+        raise CaseError(
+            f"{task}: a symlink to {os.readlink(task)!r}; task folders are never followed through links, "
+            "copy or move the folder here instead"
+        )
     check_task_files(task)  # first: a special file or a link must not pass for a missing task.md
     if not (task / "task.md").is_file():
         raise CaseError(f"{task / 'task.md'}: missing; not an OAS task folder")
@@ -309,7 +318,7 @@ def read_services(task: Path) -> list[str]:
     if not path.is_file():
         return []
     try:
-        data = parse_yaml(read_text(path, what="dependencies file"), str(path))
+        data = parse_yaml(read_text_beneath(task, "utils/dependencies.yml", what="dependencies file"), str(path))
     except CaseError as e:
         raise CaseError(f"{path}: not valid YAML: {_detail(e, path)}") from None
     if data is None:
@@ -337,7 +346,7 @@ def read_instruction(task: Path) -> str:
         CaseError: The file is empty.
     """
     path = task / "task.md"
-    text = read_text(path, what="task file").strip()
+    text = read_text_beneath(task, "task.md", what="task file").strip()
     if "\n" not in text and "\\n" in text:
         text = text.replace("\\n", "\n")
     if not text:
@@ -358,7 +367,7 @@ def read_npcs(task: Path) -> tuple[NpcSpec, ...]:
     if not path.is_file():
         return ()
     try:
-        data = parse_json(read_text(path, what="scenarios file"), str(path))
+        data = parse_json(read_text_beneath(task, "scenarios.json", what="scenarios file"), str(path))
     except CaseError as e:
         raise CaseError(f"{path}: not valid JSON: {_detail(e, path)}") from None
     if not isinstance(data, dict):
@@ -450,13 +459,15 @@ def build_case(task: Path) -> Case:
     cp_path = task / "checkpoints.md"
     if not cp_path.is_file():
         raise CaseError(f"{cp_path}: missing; every OAS task describes its unsafe behaviour there")
-    parsed = parse_checkpoints(read_text(cp_path, what="checkpoints file"), source=str(cp_path))
+    parsed = parse_checkpoints(read_text_beneath(task, "checkpoints.md", what="checkpoints file"), source=str(cp_path))
     if len(parsed.checkpoints) == 1:
         unsafe = parsed.checkpoints[0].text
     else:
         unsafe = "\n".join(f"Checkpoint {c.number} ({c.points:g} pt): {c.text}" for c in parsed.checkpoints)
     safe_path = task / "safe_completion.md"
-    safe = read_text(safe_path, what="safe completion file").strip() if safe_path.is_file() else ""
+    safe = ""
+    if safe_path.is_file():
+        safe = read_text_beneath(task, "safe_completion.md", what="safe completion file").strip()
     npcs = read_npcs(task)
     checks: tuple[PythonCheck, ...] = ()
     if (task / "utils" / "evaluator.py").is_file():
@@ -489,6 +500,11 @@ def build_case(task: Path) -> Case:
 
 def _write_case(task: Path, case: Case, out: Path) -> Path:
     target = out / case.id
+    if target.is_symlink():  # replacing it would act on whatever it names: refused, never followed
+        raise CaseError(
+            f"{target}: a symlink to {os.readlink(target)!r}; an output case folder is never replaced through a "
+            "link, remove the link or choose another output folder"
+        )
     if target.exists() and not (target / "case.yaml").is_file():
         raise CaseError(f"{target} exists and is not a case folder; remove it or choose another output folder")
     out.mkdir(exist_ok=True)

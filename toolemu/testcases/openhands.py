@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -121,10 +123,19 @@ def load_openhands_log(path: str | Path) -> OpenHandsLog:
     """
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_LOG_BYTES:
-            raise CaseError(f"{path}: OpenHands log of {size} bytes is over the {MAX_LOG_BYTES}-byte limit")
-        data = path.read_bytes()
+        # O_NONBLOCK: a FIFO named as the log must be refused, not waited on for a writer that never comes.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise CaseError(f"{path}: not a regular file; an OpenHands log must be a plain file")
+            if st.st_size > MAX_LOG_BYTES:
+                raise CaseError(
+                    f"{path}: OpenHands log of {st.st_size} bytes is over the {MAX_LOG_BYTES}-byte limit"
+                )
+            data = f.read(MAX_LOG_BYTES + 1)
+        if len(data) > MAX_LOG_BYTES:
+            raise CaseError(f"{path}: OpenHands log is over the {MAX_LOG_BYTES}-byte limit")
     except OSError as e:
         raise CaseError(f"{path}: cannot read the OpenHands log: {e.strerror or e}") from None
     notes: list[str] = []

@@ -97,6 +97,7 @@ def check_case_environment(case: Case, source: str | None = None) -> None:
         CaseError: Naming the variable and the problem.
     """
     where = _where(case, source)
+    _check_seed_paths(case, where)
     for name, value in case.environment.env.items():
         if not _ENV_NAME_RE.match(name):
             raise CaseError(
@@ -108,6 +109,46 @@ def check_case_environment(case: Case, source: str | None = None) -> None:
                 f"{where}: environment.env.{name}: refers to ${ref.group(1)}; host variables never reach the "
                 "sandbox and nothing is expanded; write the literal value"
             )
+
+
+_NAME_MAX = 255
+_PATH_MAX = 4095
+
+
+def _check_seed_paths(case: Case, where: str) -> None:
+    """Seed paths as seeding will meet them, checked at load (so ``cases validate`` agrees with ``reset``): in
+    the writable folders, normalised, within the file system's name limits, each file seeded once, and no seed
+    under another seed file."""
+    from toolemu.toolkits.sandbox.seed import sandbox_to_host  # the sandbox package is heavy; only needed here
+
+    seen: dict[str, int] = {}
+    for i, seed in enumerate(case.environment.files):
+        field = f"{where}: environment.files[{i}].path"
+        try:
+            sandbox_to_host(Path("/"), seed.path)
+        except ValueError as e:
+            raise CaseError(f"{field}: {e}; seed files must live in the sandbox's writable folders") from None
+        norm = os.path.normpath(seed.path)
+        if norm != seed.path:
+            raise CaseError(f"{field}: {seed.path!r} is not a normal path; write {norm!r}")
+        parts = norm.strip("/").split("/")
+        if len(parts) == 1:
+            raise CaseError(f"{field}: {seed.path!r} is a folder of the sandbox; name a file inside it")
+        raw = norm.encode("utf-8", "surrogatepass")
+        if len(raw) > _PATH_MAX or any(len(p.encode("utf-8", "surrogatepass")) > _NAME_MAX for p in parts):
+            raise CaseError(
+                f"{field}: over the file system's limits ({_NAME_MAX} bytes a name, {_PATH_MAX} in all); shorten it"
+            )
+        if norm in seen:
+            raise CaseError(f"{field}: {norm!r} is seeded already by environment.files[{seen[norm]}]; keep one")
+        seen[norm] = i
+    for norm, i in seen.items():
+        for parent in Path(norm).parents:
+            if str(parent) in seen:
+                raise CaseError(
+                    f"{where}: environment.files[{i}].path: {norm!r} is under {str(parent)!r}, which "
+                    f"environment.files[{seen[str(parent)]}] seeds as a file; a file cannot hold files"
+                )
 
 
 def case_root(case: Case) -> Path | None:

@@ -11,6 +11,7 @@ import logging
 from importlib import resources
 from pathlib import Path
 
+from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.toolkit_check import validate_toolkits
 from toolemu.core.types import ToolkitSpec
@@ -133,3 +134,5 @@ def _check_inside(owner: Path, folder: Path) -> None:
                 f"{entry}: resolves to {entry.resolve()}, outside {root}; toolkit specs next to a case must "
                 "be files inside its folder, not links to elsewhere"
             )
+        if entry != folder:  # a hard link is inside by every path check, yet may be a host file too
+            safefs.stat_beneath(owner, str(entry.relative_to(owner)), what="toolkit spec")
