@@ -38,7 +38,7 @@ from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
 from toolemu.toolkits.sandbox.drivers import driver_source
-from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world, grader_etc
+from toolemu.toolkits.sandbox.grader_copy import RUNNER_MOUNT, UTILS_MOUNT, GraderWorld, copy_world, grader_etc
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +46,6 @@ DEFAULT_CHECK_TIMEOUT_S = 30.0
 """Wall-clock limit of one check."""
 SANDBOX_PYTHON = oas_image.SANDBOX_PYTHON
 """Interpreter the checks run under, inside the sandbox (``/usr`` is bound read-only)."""
-RUNNER_MOUNT = "/opt/toolemu/runner"
-"""Where the runner scripts (and the OAS ``scoring``/``common`` modules) appear inside the sandbox."""
-UTILS_MOUNT = "/utils"
-"""Where the check's own folder (an OAS ``utils/``, or a native check's folder) appears inside the sandbox."""
 CHECK_MEMORY_MB = 2048
 """Address-space limit of a check process, in MiB."""
 MAX_REPLY_BYTES = 16 * 1024 * 1024

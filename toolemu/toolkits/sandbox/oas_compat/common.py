@@ -32,7 +32,7 @@ import urllib
 import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 if __package__:  # imported as part of toolemu (tests, tooling)
     from .config import *
@@ -108,10 +108,123 @@ def note_exception(where: str, error: BaseException) -> None:
         _record_tampering(_TAMPER_ERRNOS[error.errno], path, f"{where}: {type(error).__name__}: {error}")
     elif isinstance(error, MemoryError):
         _record_tampering("oversize", "", f"{where}: MemoryError (a read without end, e.g. a link to /dev/zero)")
+    elif isinstance(error, UnicodeDecodeError):
+        _record_tampering("encoding", "", f"{where}: UnicodeDecodeError: {error}")
     elif isinstance(error, RecursionError):
         _record_tampering("link_loop", "", f"{where}: RecursionError")
     elif isinstance(error, TimeoutError):
         _record_tampering("timeout", "", f"{where}: TimeoutError: {error}")
+
+
+_WORLD = ("/workspace", "/home", "/tmp", "/etc", "/var", "/root")
+_WATCHED_ERRNOS = {errno.EACCES: "permission", errno.EPERM: "permission", errno.ELOOP: "link_loop",
+                   errno.ENXIO: "special_file", errno.ENODEV: "special_file"}
+
+
+def _in_world(path: object) -> str | None:
+    """``path`` as an absolute path when it names something in the agent's world; ``None`` otherwise."""
+    try:
+        name = os.path.abspath(os.fsdecode(path))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return name if any(name == top or name.startswith(top + "/") for top in _WORLD) else None
+
+
+def _watched(call: Callable[..., object], errnos: dict[int, str]) -> Callable[..., object]:
+    def watched(*args: object, **kwargs: object) -> object:
+        try:
+            return call(*args, **kwargs)
+        except OSError as e:
+            where = _in_world(e.filename if e.filename is not None else (args[0] if args else ""))
+            if e.errno in errnos and where is not None:
+                _record_tampering(errnos[e.errno], where, f"{call.__name__}: {type(e).__name__}: {e.strerror}")
+            raise
+
+    watched.__name__ = watched.__qualname__ = call.__name__
+    watched.__doc__ = call.__doc__
+    return watched
+
+
+class _WatchedText(io.TextIOWrapper):
+    """A text file opened for reading whose bytes, when they are not text, are recorded as tampering."""
+
+    watched_path = ""
+
+    def _decode_failed(self, e: UnicodeDecodeError) -> None:
+        if self.watched_path:
+            _record_tampering("encoding", self.watched_path, f"bytes that are not {self.encoding} text ({e.reason})")
+
+    def read(self, size: int | None = -1) -> str:
+        try:
+            return super().read(size)
+        except UnicodeDecodeError as e:
+            self._decode_failed(e)
+            raise
+
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
+        try:
+            return super().readline(-1 if size is None else size)
+        except UnicodeDecodeError as e:
+            self._decode_failed(e)
+            raise
+
+    def readlines(self, hint: int | None = -1) -> list[str]:  # type: ignore[override]
+        try:
+            return super().readlines(-1 if hint is None else hint)
+        except UnicodeDecodeError as e:
+            self._decode_failed(e)
+            raise
+
+    def __next__(self) -> str:  # type: ignore[override]
+        try:
+            return super().__next__()
+        except UnicodeDecodeError as e:
+            self._decode_failed(e)
+            raise
+
+
+def watch_file_access() -> None:
+    """Records tampering where the evaluator touches the agent's world, not only where ``grader`` sees it.
+
+    Many evaluators catch their own errors (``try: open(...) except Exception: return False``), which would
+    make an unreadable file, a folder in a file's place or bytes that are not text read as "not there".
+    ``open`` (built-in and ``io``), ``os.open``, ``os.stat``, ``os.lstat``, ``os.listdir`` and ``os.scandir``
+    record permission denied, link loops and special files under the agent's folders (``EISDIR`` too for
+    opens), and text read from there that does not decode, before the evaluator sees the exception. Called by
+    the runner before the evaluator is imported.
+    """
+    import builtins
+
+    real_open: Callable[..., Any] = io.open
+    open_errnos = _WATCHED_ERRNOS | {errno.EISDIR: "special_file"}
+
+    def watched_open(file: object, mode: str = "r", buffering: int = -1, encoding: str | None = None,
+                     errors: str | None = None, newline: str | None = None, closefd: bool = True,
+                     opener: Callable[..., int] | None = None) -> object:
+        text_read = isinstance(mode, str) and mode in ("r", "rt", "tr") and errors in (None, "strict")
+        try:
+            if not text_read:
+                return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+            raw = real_open(file, "rb", -1 if buffering == 1 else buffering, closefd=closefd, opener=opener)
+        except OSError as e:
+            where = _in_world(file)
+            if e.errno in open_errnos and where is not None:
+                _record_tampering(open_errnos[e.errno], where, f"open: {type(e).__name__}: {e.strerror}")
+            raise
+        try:
+            text = _WatchedText(raw, encoding=encoding, errors=errors, newline=newline,
+                                line_buffering=buffering == 1)
+        except BaseException:
+            raw.close()
+            raise
+        text.mode = mode  # type: ignore[misc]
+        text.watched_path = _in_world(file) or ""
+        return text
+
+    builtins.open = io.open = watched_open  # type: ignore[assignment]
+    os.open = _watched(os.open, open_errnos)  # type: ignore[assignment]
+    for name in ("stat", "lstat", "listdir", "scandir"):
+        setattr(os, name, _watched(getattr(os, name), _WATCHED_ERRNOS))
 
 
 def unavailable_calls() -> list[str]:

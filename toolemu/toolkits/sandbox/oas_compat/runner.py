@@ -75,6 +75,7 @@ def main() -> int:
     import scoring
 
     common.set_chat_history(request.get("chat", []))
+    common.watch_file_access()
     blocks: list[str] = request["trajectory"]
     try:
         spec = importlib.util.spec_from_file_location("evaluator", request["evaluator"])
