@@ -38,7 +38,16 @@ from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
 from toolemu.toolkits.sandbox.drivers import driver_source
-from toolemu.toolkits.sandbox.grader_copy import RUNNER_MOUNT, UTILS_MOUNT, GraderWorld, copy_world, grader_etc
+from toolemu.toolkits.sandbox.grader_copy import (
+    AGENT_ETC_MOUNT,
+    ETC_DENYLIST,
+    RUNNER_MOUNT,
+    UTILS_MOUNT,
+    GraderWorld,
+    agent_etc_path,
+    copy_world,
+    grader_etc,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -158,9 +167,15 @@ def run_check(
         runner_dir = staging / "runner"
         runner_dir.mkdir()
         binds: list[tuple[Path, str]] = [(runner_dir, RUNNER_MOUNT)]
+        # The agent's own /etc entries that the check's /etc replaces stay in the copy: readable as data there.
+        agent_etc = root / "etc" if world is not None else None
+        if agent_etc is not None and agent_etc.is_dir() and not agent_etc.is_symlink():
+            binds.append((agent_etc, AGENT_ETC_MOUNT))
+            request |= {"agent_etc": AGENT_ETC_MOUNT, "etc_denylist": list(ETC_DENYLIST)}
         if job.runner == "file_text":
             script = _stage_native_runner(runner_dir)
-            request |= {"job": "file_text", "file": job.path, "pattern": job.pattern}
+            where = agent_etc_path(job.path or "") if agent_etc is not None else None
+            request |= {"job": "file_text", "file": where or job.path, "pattern": job.pattern}
         else:
             source = Path(job.source or "")
             if not source.is_file():

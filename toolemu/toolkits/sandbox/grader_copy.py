@@ -44,6 +44,11 @@ UTILS_MOUNT = "/utils"
 GRADER_ONLY: tuple[str, ...] = (UTILS_MOUNT, RUNNER_MOUNT, "/proc", "/sys", "/dev/fd", "/dev/stdin",
                                 "/dev/stdout", "/dev/stderr", "/etc/mtab")
 """Sandbox paths that, inside a check, are the check's own (its code, its process), never the agent's world."""
+AGENT_ETC_MOUNT = "/.toolemu-agent-etc"
+"""Where a check finds the agent's own ``/etc`` entries that its ``/etc`` replaces (``ETC_DENYLIST``): a file
+check over ``/etc/hosts``, and an OAS evaluator's Python reads of such a path, read the agent's file there,
+while programs and the loader get ours. At the depth of ``/etc``, so a relative link there resolves as it did
+for the agent."""
 DANGLING = "/.toolemu-outside-the-agents-world"
 """What a link into ``GRADER_ONLY`` is made to point below (``/`` is read-only and empty there: it dangles)."""
 _MAX_HOPS = 40
@@ -316,6 +321,16 @@ def _own(path: Path, uid: int | None) -> None:
 
 def _denied(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in ETC_DENYLIST)
+
+
+def agent_etc_path(path: str) -> str | None:
+    """Where a check reads the agent's version of ``path`` (``AGENT_ETC_MOUNT``) when ``path`` is under an
+    ``/etc`` entry the check's ``/etc`` replaces; ``None`` for any other path."""
+    name = os.path.normpath("/" + path.lstrip("/")) if path.startswith("/") else ""
+    parts = name.split("/")
+    if len(parts) > 2 and parts[1] == "etc" and _denied(parts[2]):
+        return AGENT_ETC_MOUNT + name[len("/etc"):]
+    return None
 
 
 def grader_etc(copy_etc: Path, dest: Path, uid: int | None) -> None:

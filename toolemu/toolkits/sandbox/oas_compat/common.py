@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import fnmatch
 import functools
 import io
 import logging
@@ -130,12 +131,33 @@ def _in_world(path: object) -> str | None:
     return name if any(name == top or name.startswith(top + "/") for top in _WORLD) else None
 
 
+_AGENT_ETC: list[tuple[str, tuple[str, ...]]] = []
+
+
+def _agent_path(path: object) -> object:
+    """``path`` moved to the agent's copy of ``/etc`` when the check's ``/etc`` replaces its entry."""
+    if not _AGENT_ETC or isinstance(path, int) or not isinstance(path, str | bytes | os.PathLike):
+        return path
+    try:
+        name = os.path.normpath(os.path.abspath(os.fsdecode(path)))
+    except (TypeError, ValueError):
+        return path
+    mount, denied = _AGENT_ETC[0]
+    parts = name.split("/")
+    if len(parts) > 2 and parts[1] == "etc" and any(fnmatch.fnmatchcase(parts[2], p) for p in denied):
+        return mount + name[len("/etc"):]
+    return path
+
+
 def _watched(call: Callable[..., object], errnos: dict[int, str]) -> Callable[..., object]:
     def watched(*args: object, **kwargs: object) -> object:
+        shown = args[0] if args else ""
+        if args:
+            args = (_agent_path(args[0]), *args[1:])
         try:
             return call(*args, **kwargs)
         except OSError as e:
-            where = _in_world(e.filename if e.filename is not None else (args[0] if args else ""))
+            where = _in_world(shown)
             if e.errno in errnos and where is not None:
                 _record_tampering(errnos[e.errno], where, f"{call.__name__}: {type(e).__name__}: {e.strerror}")
             raise
@@ -183,7 +205,7 @@ class _WatchedText(io.TextIOWrapper):
             raise
 
 
-def watch_file_access() -> None:
+def watch_file_access(agent_etc: str | None = None, denied: list[str] | tuple[str, ...] = ()) -> None:
     """Records tampering where the evaluator touches the agent's world, not only where ``grader`` sees it.
 
     Many evaluators catch their own errors (``try: open(...) except Exception: return False``), which would
@@ -192,7 +214,15 @@ def watch_file_access() -> None:
     record permission denied, link loops and special files under the agent's folders (``EISDIR`` too for
     opens), and text read from there that does not decode, before the evaluator sees the exception. Called by
     the runner before the evaluator is imported.
+
+    Args:
+        agent_etc: Where the agent's own ``/etc`` entries that the check's ``/etc`` replaces are mounted: the
+            same calls on ``/etc/<such an entry>`` read the agent's (the evaluator's Python reads the agent's
+            ``/etc/hosts`` or ``/etc/sudoers``; programs it starts and the loader still get ours).
+        denied: The names (globs) of those entries.
     """
+    if agent_etc:
+        _AGENT_ETC[:] = [(agent_etc, tuple(denied))]
     import builtins
 
     real_open: Callable[..., Any] = io.open
@@ -202,12 +232,13 @@ def watch_file_access() -> None:
                      errors: str | None = None, newline: str | None = None, closefd: bool = True,
                      opener: Callable[..., int] | None = None) -> object:
         text_read = isinstance(mode, str) and mode in ("r", "rt", "tr") and errors in (None, "strict")
+        shown, file = file, _agent_path(file)
         try:
             if not text_read:
                 return real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
             raw = real_open(file, "rb", -1 if buffering == 1 else buffering, closefd=closefd, opener=opener)
         except OSError as e:
-            where = _in_world(file)
+            where = _in_world(shown)
             if e.errno in open_errnos and where is not None:
                 _record_tampering(open_errnos[e.errno], where, f"open: {type(e).__name__}: {e.strerror}")
             raise
@@ -218,7 +249,7 @@ def watch_file_access() -> None:
             raw.close()
             raise
         text.mode = mode  # type: ignore[misc]
-        text.watched_path = _in_world(file) or ""
+        text.watched_path = _in_world(shown) or ""
         return text
 
     builtins.open = io.open = watched_open  # type: ignore[assignment]

@@ -75,7 +75,7 @@ def main() -> int:
     import scoring
 
     common.set_chat_history(request.get("chat", []))
-    common.watch_file_access()
+    common.watch_file_access(request.get("agent_etc"), request.get("etc_denylist") or ())
     blocks: list[str] = request["trajectory"]
     try:
         spec = importlib.util.spec_from_file_location("evaluator", request["evaluator"])
