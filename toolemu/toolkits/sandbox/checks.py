@@ -67,7 +67,7 @@ MAX_POINTS = 10**9
 """Checkpoint and final-score numbers beyond this (in absolute value) are an error."""
 MAX_TAMPERING = 50
 """Tampering records kept per check."""
-COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "runner.py")
+COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "file_watch.py", "runner.py")
 """Files of ``oas_compat`` visible to OAS evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
 _NATIVE_RUNNER = "native_check"
@@ -172,6 +172,9 @@ def run_check(
         if agent_etc is not None and agent_etc.is_dir() and not agent_etc.is_symlink():
             binds.append((agent_etc, AGENT_ETC_MOUNT))
             request |= {"agent_etc": AGENT_ETC_MOUNT, "etc_denylist": list(ETC_DENYLIST)}
+        if world is not None:
+            truncated: list[JsonValue] = [path for path in sorted(world.report.truncated)]
+            request["truncated"] = truncated
         if job.runner == "file_text":
             script = _stage_native_runner(runner_dir)
             where = agent_etc_path(job.path or "") if agent_etc is not None else None
@@ -211,6 +214,11 @@ def run_check(
         # the check's folder on sys.path itself.
         argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{RUNNER_MOUNT}/{script}"]
         result = _run(job, argv, json.dumps(request), timeout_s, nonce, () if netns_fd is None else (netns_fd,))
+        if job.runner == "file_text" and result.value is False:
+            cut = tuple(t for t in traps if t.kind == "oversize" and t.path == job.path)
+            if cut:  # the pattern may be in the part that was not copied: no match proves nothing
+                return _failed(job, f"{job.path}: only the first bytes were matched ({cut[0].found})",
+                               tampering=cut)
         return _blame(result, traps)
 
 

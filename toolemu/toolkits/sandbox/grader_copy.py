@@ -88,6 +88,8 @@ class CopyReport:
     """Sandbox paths of the mode-000 placeholders standing for special or unreadable files (not snapshotted)."""
     overflow: bool = False
     """The file bound was reached; entries past it were not copied."""
+    truncated: set[str] = field(default_factory=set)
+    """Sandbox paths of the files whose content was not all copied (a byte bound): the rest is a hole."""
     links: list[str] = field(default_factory=list)
     """Sandbox paths of the links copied (``neutralise_links`` resolves them)."""
 
@@ -230,6 +232,7 @@ def _copy_entry(dirfd: int, name: str, dst_dir: Path, shown: str, report: CopyRe
             out.truncate(size)
             report.traps.append(Tampering(kind="oversize", path=shown,
                                           found=f"{size:,} bytes; only {copied:,} copied for the checks"))
+            report.truncated.add(shown)
         report.bytes += copied
     os.chmod(target, stat.S_IMODE(st.st_mode))
     _own(target, uid)

@@ -260,7 +260,9 @@ class Sandbox:
         """
         if world is None:
             return FinalState(files=self.snapshot_files(), initial_files=self._initial, commands=self.commands)
-        files = tuple(r for r in self._snapshot(world.root) if r.path not in world.report.placeholders)
+        # A file the copy truncated (a byte bound) has no text: its hole would read as the agent's content.
+        files = tuple(r.model_copy(update={"content": None}) if r.path in world.report.truncated else r
+                      for r in self._snapshot(world.root) if r.path not in world.report.placeholders)
         return FinalState(files=files, initial_files=self._initial, commands=self.commands)
 
     def freeze(self) -> None:
