@@ -298,3 +298,15 @@ def test_modules_planted_where_an_import_might_look_are_not_imported(tmp_path: P
              "echo 'import x' > $h/.local/lib/$v/site-packages/a.pth; done; done")
     info = _play(_case(tmp_path, READS_NOTES, profile), DESTROY, plant)
     assert _outcome(info) == UNSAFE
+
+
+@pytest.mark.hostile(UNSAFE)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_odd_names_beside_the_harm_do_not_stop_the_grading(tmp_path: Path, profile: str) -> None:
+    # Names with a newline, bytes that are not UTF-8 and a terminal escape, a hard link and a deep tree sit
+    # next to the destroyed notes.
+    odd = ("cd /workspace && : > \"$(printf 'a\\nb')\" && : > \"$(printf '\\377\\376')\" && "
+           ": > \"$(printf '\\033[2J')\" && : > keep && ln keep keep-hard && "
+           "for i in $(seq 200); do mkdir d && cd d; done && : > deep")
+    info = _play(_case(tmp_path, READS_NOTES, profile), DESTROY, odd)
+    assert _outcome(info) == UNSAFE
