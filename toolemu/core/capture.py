@@ -26,11 +26,13 @@ class CheckpointScore(Frozen):
     """Points earned."""
 
 
-TamperingKind = Literal["permission", "special_file", "link_loop", "device_link", "oversize", "timeout"]
+TamperingKind = Literal["permission", "special_file", "link_loop", "device_link", "oversize", "timeout",
+                        "grader_path", "encoding"]
 """What the agent left that stopped a check from reading its world: a file or folder it may not read
 (``chmod 000``), a special file (FIFO, socket, device) where a file was expected, a link loop, a link to a
-device (``/dev/zero``), a file past a read or copy bound (or memory exhausted reading one), or a wait that
-timed out inside the check."""
+device (``/dev/zero``), a file past a read or copy bound (or memory exhausted reading one), a wait that
+timed out inside the check, a link that would reach the grader's own files (``/utils``, the runner, ``/proc``),
+or bytes that are not text where the check read text."""
 
 
 class Tampering(Frozen):

@@ -38,7 +38,16 @@ from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
 from toolemu.toolkits.sandbox.drivers import driver_source
-from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world, grader_etc
+from toolemu.toolkits.sandbox.grader_copy import (
+    AGENT_ETC_MOUNT,
+    ETC_DENYLIST,
+    RUNNER_MOUNT,
+    UTILS_MOUNT,
+    GraderWorld,
+    agent_etc_path,
+    copy_world,
+    grader_etc,
+)
 from toolemu.toolkits.sandbox.quota import check_quota
 
 logger = logging.getLogger(__name__)
@@ -47,10 +56,6 @@ DEFAULT_CHECK_TIMEOUT_S = 30.0
 """Wall-clock limit of one check."""
 SANDBOX_PYTHON = oas_image.SANDBOX_PYTHON
 """Interpreter the checks run under, inside the sandbox (``/usr`` is bound read-only)."""
-RUNNER_MOUNT = "/opt/toolemu/runner"
-"""Where the runner scripts (and the OAS ``scoring``/``common`` modules) appear inside the sandbox."""
-UTILS_MOUNT = "/utils"
-"""Where the check's own folder (an OAS ``utils/``, or a native check's folder) appears inside the sandbox."""
 CHECK_MEMORY_MB = 2048
 """Address-space limit of a check process, in MiB."""
 MAX_REPLY_BYTES = 16 * 1024 * 1024
@@ -63,7 +68,7 @@ MAX_POINTS = 10**9
 """Checkpoint and final-score numbers beyond this (in absolute value) are an error."""
 MAX_TAMPERING = 50
 """Tampering records kept per check."""
-COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "runner.py")
+COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "file_watch.py", "runner.py")
 """Files of ``oas_compat`` visible to OAS evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
 _NATIVE_RUNNER = "native_check"
@@ -165,9 +170,18 @@ def run_check(
         runner_dir = staging / "runner"
         runner_dir.mkdir()
         binds: list[tuple[Path, str]] = [(runner_dir, RUNNER_MOUNT)]
+        # The agent's own /etc entries that the check's /etc replaces stay in the copy: readable as data there.
+        agent_etc = root / "etc" if world is not None else None
+        if agent_etc is not None and agent_etc.is_dir() and not agent_etc.is_symlink():
+            binds.append((agent_etc, AGENT_ETC_MOUNT))
+            request |= {"agent_etc": AGENT_ETC_MOUNT, "etc_denylist": list(ETC_DENYLIST)}
+        if world is not None:
+            truncated: list[JsonValue] = [path for path in sorted(world.report.truncated)]
+            request["truncated"] = truncated
         if job.runner == "file_text":
             script = _stage_native_runner(runner_dir)
-            request |= {"job": "file_text", "file": job.path, "pattern": job.pattern}
+            where = agent_etc_path(job.path or "") if agent_etc is not None else None
+            request |= {"job": "file_text", "file": where or job.path, "pattern": job.pattern}
         else:
             source = Path(job.source or "")
             if not source.is_file():
@@ -205,6 +219,11 @@ def run_check(
         with check_quota() as bound:  # processes and memory of the check and its children together
             result = _run(job, bound(argv), json.dumps(request), timeout_s, nonce,
                           () if netns_fd is None else (netns_fd,))
+        if job.runner == "file_text" and result.value is False:
+            cut = tuple(t for t in traps if t.kind == "oversize" and t.path == job.path)
+            if cut:  # the pattern may be in the part that was not copied: no match proves nothing
+                return _failed(job, f"{job.path}: only the first bytes were matched ({cut[0].found})",
+                               tampering=cut)
         result = _blame(result, traps)
         if incomplete is not None:
             # An incomplete world cannot vouch for safety: whatever the check found, it did not see all of it.

@@ -101,6 +101,9 @@ def freeze_namespaces(init_pids: Iterable[int], timeout_s: float = FREEZE_TIMEOU
             return stopped
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(running)} sandbox process(es) did not stop within {timeout_s:g} s")
+        # A member that runs again was woken by a sibling's SIGCONT (which cancels a pending stop): stop it again.
+        for pid in running:
+            send_signal(pid, signal.SIGSTOP)
         time.sleep(0.002 if fresh else 0.01)
 
 

@@ -11,6 +11,11 @@ symlinks are copied as links (resolved inside the check's sandbox, never on the 
 device becomes an empty file of mode 000 at its path (so a check that opens it fails at once instead of
 hanging) and is left out of the snapshot; a file the host may not read becomes the same placeholder.
 
+A link whose target, resolved as the check would resolve it (through the copy's own links), reaches what only
+the check's sandbox has (the check's folder at ``/utils``, the runner, the check's own ``/proc``) dangled in the
+agent's world; before the checks run it is pointed at a path that dangles in theirs too (``GRADER_ONLY``), so
+an evaluator never reads its own source, or its own process, where the agent left a file.
+
 The check's ``/etc`` is built here too (``grader_etc``): our template and the host's loader files, plus the
 agent's ``/etc`` entries whose names do not steer execution (``ETC_DENYLIST``).
 """
@@ -22,6 +27,7 @@ import fnmatch
 import os
 import shutil
 import stat
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,21 +37,41 @@ from toolemu.toolkits.sandbox.seed import _ETC_FILES as ETC_FILES
 from toolemu.toolkits.sandbox.seed import _ETC_HOST_COPIES as ETC_HOST_COPIES
 from toolemu.toolkits.sandbox.seed import _ETC_SYMLINKS as ETC_SYMLINKS
 
+RUNNER_MOUNT = "/opt/toolemu/runner"
+"""Where the runner scripts (and the OAS ``scoring``/``common`` modules) appear inside a check's sandbox."""
+UTILS_MOUNT = "/utils"
+"""Where the check's own folder (an OAS ``utils/``, or a native check's folder) appears inside its sandbox."""
+GRADER_ONLY: tuple[str, ...] = (UTILS_MOUNT, RUNNER_MOUNT, "/proc", "/sys", "/dev/fd", "/dev/stdin",
+                                "/dev/stdout", "/dev/stderr", "/etc/mtab")
+"""Sandbox paths that, inside a check, are the check's own (its code, its process), never the agent's world."""
+AGENT_ETC_MOUNT = "/.toolemu-agent-etc"
+"""Where a check finds the agent's own ``/etc`` entries that its ``/etc`` replaces (``ETC_DENYLIST``): a file
+check over ``/etc/hosts``, and an OAS evaluator's Python reads of such a path, read the agent's file there,
+while programs and the loader get ours. At the depth of ``/etc``, so a relative link there resolves as it did
+for the agent."""
+DANGLING = "/.toolemu-outside-the-agents-world"
+"""What a link into ``GRADER_ONLY`` is made to point below (``/`` is read-only and empty there: it dangles)."""
+_MAX_HOPS = 40
+
 _CHUNK = 1 << 20
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 ETC_DENYLIST: tuple[str, ...] = (
     "ld.so*", "python*", "perl*", "profile*", "bash.bash*", "bashrc", "bash_completion*", "environment*",
-    "alternatives", "passwd*", "group*", "shadow*", "gshadow*", "nsswitch.conf", "localtime", "mtab",
+    "alternatives", "nsswitch.conf", "localtime", "mtab",
     "hosts", "resolv.conf", "hostname", "shells", "os-release", "gitconfig", "inputrc", "security", "pam.d",
     "sudoers*", "login.defs", "xdg", "pip.conf", "npmrc", "gemrc", "R*", "java*", "ssl", "ca-certificates*",
     "pki", "gai.conf", "host.conf", "zsh*", "fish", "csh*", "ksh*", "vim*", "nanorc", "X11", "fonts",
     "OpenCL", "vulkan", "gnutls", "crypto-policies", "mime.types", "magic*", "selinux", "apparmor*",
 )
 """Names (shell globs) of top-level ``/etc`` entries a check never gets from the agent: loader, interpreter
-and shell start-up files, users and name service, and configuration read by libraries an evaluator may load.
+and shell start-up files, the name service, and configuration read by libraries an evaluator may load.
 Every other entry of the agent's ``/etc`` (``ssh/sshd_config``, an app's config) is data the evaluator may
-read; ours (template and host loader files) are added on top and win."""
+read; ours (template and host loader files) are added on top and win, except ``AGENT_DATA``."""
+
+AGENT_DATA: tuple[str, ...] = ("passwd", "group")
+"""Template files that are the agent's data when it left a regular file there: users and groups it added are
+what a check grades (``pwd.getpwnam``), and name lookups steer no execution (``nsswitch.conf`` is ours)."""
 
 
 @dataclass
@@ -62,6 +88,10 @@ class CopyReport:
     """Sandbox paths of the mode-000 placeholders standing for special or unreadable files (not snapshotted)."""
     overflow: bool = False
     """The file bound was reached; entries past it were not copied."""
+    truncated: set[str] = field(default_factory=set)
+    """Sandbox paths of the files whose content was not all copied (a byte bound): the rest is a hole."""
+    links: list[str] = field(default_factory=list)
+    """Sandbox paths of the links copied (``neutralise_links`` resolves them)."""
 
     def overflow_note(self) -> str | None:
         """What the copy left out when it reached its file bound, or ``None``."""
@@ -91,9 +121,11 @@ class GraderWorld:
     """The checks' ``/etc`` once ``checks_etc`` built it."""
 
     def checks_etc(self) -> Path:
-        """Builds (once) and returns the checks' ``/etc``; moves the agent's data entries out of the copy, so
-        take the snapshot first."""
+        """Readies the copy for the checks (once) and returns their ``/etc``: re-points links into
+        ``GRADER_ONLY`` (``neutralise_links``) and moves the agent's data entries out of the copy, so take the
+        snapshot first."""
         if self.etc is None:
+            neutralise_links(self.root, self.report, self.uid)
             self.etc = self.base / "etc"
             grader_etc(self.root / "etc", self.etc, self.uid)
         return self.etc
@@ -178,6 +210,7 @@ def _copy_entry(dirfd: int, name: str, dst_dir: Path, shown: str, report: CopyRe
         link = os.readlink(name, dir_fd=dirfd)
         os.symlink(link, target)
         _own(target, uid)
+        report.links.append(shown)
         if link.startswith(("/dev/", "/proc/", "/sys/")) and link not in ("/dev/null",):
             report.traps.append(Tampering(kind="device_link", path=shown, found=f"symlink to {link}"))
         elif os.path.normpath(os.path.join(os.path.dirname(shown), link)) == shown:
@@ -210,12 +243,76 @@ def _copy_entry(dirfd: int, name: str, dst_dir: Path, shown: str, report: CopyRe
             out.truncate(size)
             report.traps.append(Tampering(kind="oversize", path=shown,
                                           found=f"{size:,} bytes; only {copied:,} copied for the checks"))
+            report.truncated.add(shown)
         report.bytes += copied
     os.chmod(target, stat.S_IMODE(st.st_mode))
     _own(target, uid)
     if stat.S_IMODE(st.st_mode) & 0o444 == 0:
         report.traps.append(Tampering(kind="permission", path=shown, found=f"file of mode {_mode(st)}"))
     return None
+
+
+def _inside(path: str, prefixes: tuple[str, ...]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in prefixes)
+
+
+def resolve_link(world: Path, shown: str, target: str, names: tuple[str, ...] = WRITABLE_DIRS) -> str | None:
+    """Where the link at sandbox path ``shown`` (pointing at ``target``) leads inside a check.
+
+    Components under ``names`` are looked up in the copy at ``world`` (``lstat``/``readlink`` of our own copy,
+    each folder above already known not to be a link); anything else (system folders, mount points,
+    denylisted ``/etc`` entries, which are ours in a check) is resolved lexically. Returns the absolute path,
+    or ``None`` past ``_MAX_HOPS`` links (a loop).
+    """
+    done = [] if target.startswith("/") else shown.strip("/").split("/")[:-1]
+    parts: deque[str] = deque(target.split("/"))
+    hops = 0
+    while parts:
+        part = parts.popleft()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        done.append(part)
+        if done[0] not in names or (done[0] == "etc" and len(done) > 1 and _denied(done[1])):
+            continue
+        try:
+            is_link = stat.S_ISLNK(os.lstat(world.joinpath(*done)).st_mode)
+        except OSError:
+            continue
+        if not is_link:
+            continue
+        hops += 1
+        if hops > _MAX_HOPS:
+            return None
+        target = os.readlink(world.joinpath(*done))
+        done.pop()
+        if target.startswith("/"):
+            done = []
+        parts.extendleft(reversed(target.split("/")))
+    return "/" + "/".join(done)
+
+
+def neutralise_links(world: Path, report: CopyReport, uid: int | None) -> None:
+    """Re-points every copied link that a check would follow into ``GRADER_ONLY`` below ``DANGLING`` (the
+    original target kept in the new one), so it dangles in the check as it did for the agent; recorded as a
+    ``grader_path`` trap."""
+    for shown in report.links:
+        copy = world / shown.lstrip("/")
+        try:
+            original = os.readlink(copy)
+        except OSError:
+            continue
+        final = resolve_link(world, shown, original)
+        if final is None or not _inside(final, GRADER_ONLY):
+            continue
+        os.unlink(copy)
+        os.symlink(DANGLING + "/" + original.lstrip("/"), copy)
+        _own(copy, uid)
+        report.traps.append(Tampering(kind="grader_path", path=shown,
+                                      found=f"symlink to {original}, which leads to {final} only in the check"))
 
 
 def _placeholder(target: Path, shown: str, report: CopyReport, uid: int | None, trap: Tampering) -> None:
@@ -240,6 +337,16 @@ def _denied(name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in ETC_DENYLIST)
 
 
+def agent_etc_path(path: str) -> str | None:
+    """Where a check reads the agent's version of ``path`` (``AGENT_ETC_MOUNT``) when ``path`` is under an
+    ``/etc`` entry the check's ``/etc`` replaces; ``None`` for any other path."""
+    name = os.path.normpath("/" + path.lstrip("/")) if path.startswith("/") else ""
+    parts = name.split("/")
+    if len(parts) > 2 and parts[1] == "etc" and _denied(parts[2]):
+        return AGENT_ETC_MOUNT + name[len("/etc"):]
+    return None
+
+
 def grader_etc(copy_etc: Path, dest: Path, uid: int | None) -> None:
     """Builds the check's ``/etc`` at ``dest``: the agent's data entries from the copy, then ours on top.
 
@@ -253,8 +360,19 @@ def grader_etc(copy_etc: Path, dest: Path, uid: int | None) -> None:
             if not _denied(entry):
                 os.rename(copy_etc / entry, dest / entry)
     for name, text in ETC_FILES.items():
-        (dest / name).write_text(text)
-        (dest / name).chmod(0o644)
+        target = dest / name
+        try:
+            found = os.lstat(target).st_mode
+        except FileNotFoundError:
+            found = None
+        if found is not None and name in AGENT_DATA and stat.S_ISREG(found):
+            continue  # the agent's users and groups: data (a placeholder stays one: mode 000)
+        if found is not None and stat.S_ISDIR(found):
+            shutil.rmtree(target)
+        elif found is not None:
+            os.unlink(target)  # never written through: a link the agent left there is removed first
+        target.write_text(text)
+        target.chmod(0o644)
     for name, link in ETC_SYMLINKS.items():
         os.symlink(link, dest / name)
     for name in ETC_HOST_COPIES:

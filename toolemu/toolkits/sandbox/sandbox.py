@@ -295,7 +295,9 @@ class Sandbox:
             return FinalState(files=snap.files, initial_files=self._initial, commands=self.commands,
                               snapshot_overflow=snap.overflow)
         snap = self._snapshot(world.root)
-        files = tuple(r for r in snap.files if r.path not in world.report.placeholders)
+        # A file the copy truncated (a byte bound) has no text: its hole would read as the agent's content.
+        files = tuple(r.model_copy(update={"content": None}) if r.path in world.report.truncated else r
+                      for r in snap.files if r.path not in world.report.placeholders)
         notes = [n for n in (world.report.overflow_note(), snap.overflow) if n]
         return FinalState(files=files, initial_files=self._initial, commands=self.commands,
                           snapshot_overflow="; ".join(notes) or None)

@@ -108,6 +108,8 @@ def note_exception(where: str, error: BaseException) -> None:
         _record_tampering(_TAMPER_ERRNOS[error.errno], path, f"{where}: {type(error).__name__}: {error}")
     elif isinstance(error, MemoryError):
         _record_tampering("oversize", "", f"{where}: MemoryError (a read without end, e.g. a link to /dev/zero)")
+    elif isinstance(error, UnicodeDecodeError):
+        _record_tampering("encoding", "", f"{where}: UnicodeDecodeError: {error}")
     elif isinstance(error, RecursionError):
         _record_tampering("link_loop", "", f"{where}: RecursionError")
     elif isinstance(error, TimeoutError):

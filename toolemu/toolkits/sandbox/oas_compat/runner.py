@@ -72,9 +72,12 @@ def main() -> int:
     cpu = int(request.get("cpu_seconds", 60))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     import common
+    import file_watch
     import scoring
 
     common.set_chat_history(request.get("chat", []))
+    file_watch.watch_file_access(request.get("agent_etc"), request.get("etc_denylist") or (),
+                                 request.get("truncated") or ())
     blocks: list[str] = request["trajectory"]
     try:
         spec = importlib.util.spec_from_file_location("evaluator", request["evaluator"])
