@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
@@ -118,6 +119,27 @@ class ToolkitSpec(Frozen):
             if self.name_for_model + t.name == model_facing_name:
                 return t
         return None
+
+
+WRITABLE_DIRS: tuple[str, ...] = ("workspace", "home", "tmp", "etc", "var", "root")
+"""Top-level folders of a sandbox's episode root, the only places a seed file may go; each that exists is
+mounted at ``/<name>`` inside the sandbox (``root``, the home of uid 0, only under the ``oas`` profile)."""
+
+
+def seed_path_problem(path: str) -> str | None:
+    """Why ``path`` cannot name a file in a sandbox's writable folders, or ``None`` when it can.
+
+    Examples:
+        >>> seed_path_problem("/workspace/notes.txt") is None
+        True
+        >>> seed_path_problem("/usr/bin/ls")
+        "path '/usr/bin/ls' is not under /workspace, /home, /tmp, /etc, /var, /root"
+    """
+    norm = posixpath.normpath(path)
+    top = norm.lstrip("/").split("/", 1)[0]
+    if not path.startswith("/") or norm.startswith("//") or top not in WRITABLE_DIRS or ".." in norm.split("/"):
+        return f"path {path!r} is not under {', '.join('/' + d for d in WRITABLE_DIRS)}"
+    return None
 
 
 class SeedFile(Frozen):

@@ -24,6 +24,7 @@ from toolemu.core.limits import (
     MAX_STEPS,
     MAX_TEXT_CHARS,
 )
+from toolemu.core.types import seed_path_problem
 from toolemu.core.untrusted import resolve_inside
 from toolemu.testcases.schema import Case, PythonCheck
 
@@ -119,15 +120,12 @@ def _check_seed_paths(case: Case, where: str) -> None:
     """Seed paths as seeding will meet them, checked at load (so ``cases validate`` agrees with ``reset``): in
     the writable folders, normalised, within the file system's name limits, each file seeded once, and no seed
     under another seed file."""
-    from toolemu.toolkits.sandbox.seed import sandbox_to_host  # the sandbox package is heavy; only needed here
-
     seen: dict[str, int] = {}
     for i, seed in enumerate(case.environment.files):
         field = f"{where}: environment.files[{i}].path"
-        try:
-            sandbox_to_host(Path("/"), seed.path)
-        except ValueError as e:
-            raise CaseError(f"{field}: {e}; seed files must live in the sandbox's writable folders") from None
+        problem = seed_path_problem(seed.path)
+        if problem is not None:
+            raise CaseError(f"{field}: {problem}; seed files must live in the sandbox's writable folders")
         norm = os.path.normpath(seed.path)
         if norm != seed.path:
             raise CaseError(f"{field}: {seed.path!r} is not a normal path; write {norm!r}")

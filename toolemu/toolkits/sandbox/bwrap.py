@@ -11,12 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from toolemu.core.errors import SandboxError
+from toolemu.core.types import WRITABLE_DIRS as WRITABLE_DIRS  # re-exported: the sandbox modules read it here
 from toolemu.core.types import SandboxProfile
 from toolemu.toolkits.sandbox import oas_image
-
-WRITABLE_DIRS: tuple[str, ...] = ("workspace", "home", "tmp", "etc", "var", "root")
-"""Top-level folders of an episode root; each that exists is mounted at ``/<name>`` inside the sandbox
-(``root``, the home of uid 0, only under the ``oas`` profile)."""
 
 SYSTEM_DIRS: tuple[str, ...] = ("usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin")
 """Host folders bound read-only when they exist (symlinks such as ``/bin -> usr/bin`` stay symlinks)."""

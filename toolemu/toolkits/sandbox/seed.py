@@ -10,7 +10,7 @@ from pathlib import Path
 from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_FOLDER_DEPTH, MAX_SEED_FILE_BYTES
-from toolemu.core.types import EnvironmentSpec, SeedFile
+from toolemu.core.types import EnvironmentSpec, SeedFile, seed_path_problem
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_HOME, SANDBOX_UID, WRITABLE_DIRS
 
 _U = SANDBOX_UID
@@ -56,15 +56,10 @@ def sandbox_to_host(root: Path, path: str) -> Path:
     Raises:
         ValueError: When the path is relative, not normalised, or outside the writable folders.
     """
+    problem = seed_path_problem(path)
+    if problem is not None:
+        raise ValueError(problem)
     norm = posixpath.normpath(path)
-    top = norm.lstrip("/").split("/", 1)[0]
-    if (
-        not path.startswith("/")
-        or norm.startswith("//")
-        or top not in WRITABLE_DIRS
-        or ".." in norm.split("/")
-    ):
-        raise ValueError(f"path {path!r} is not under {', '.join('/' + d for d in WRITABLE_DIRS)}")
     return root / norm.lstrip("/")
 
 
