@@ -266,6 +266,28 @@ def test_check_folder_changed_after_load_makes_the_check_an_error(
         assert CANARY_TEXT not in info[INFO_CAPTURE].model_dump_json()
 
 
+@pytest.mark.sandbox
+@pytest.mark.hostile(NOTHING_LEAKED)
+def test_check_folder_swapped_for_a_link_after_load_is_not_followed(tmp_path: Path) -> None:
+    """The path from the case's folder to the check's folder is opened without following links: a ``utils/``
+    replaced by a link to a host folder after the load-time walk makes the check an error, and nothing of that
+    folder is copied."""
+    case_dir = _imported_oas_case(tmp_path)
+    env = make_env(str(case_dir / "case.yaml"), evaluate="rules")
+    env.reset(seed=0)  # type: ignore[attr-defined]
+    elsewhere = tmp_path / "host-folder"
+    shutil.move(case_dir / "utils", elsewhere)
+    (elsewhere / "canary.txt").write_text(CANARY_TEXT)
+    (case_dir / "utils").symlink_to(elsewhere)
+    info = env.step("Final Answer: done")[-1]
+    checks = info[INFO_CAPTURE].checks
+    assert checks, "no check ran"
+    for result in checks:
+        assert result.error is not None and "absolute path" in result.error, result
+    assert CANARY_TEXT not in info[INFO_CAPTURE].model_dump_json()
+    env.close()
+
+
 # ---- class 2: OAS task folders on import ----
 
 TaskPlant = Callable[[Path, Path], None]

@@ -153,6 +153,29 @@ def _resolve(root_fd: int, parts: list[str], shown: str, what: str = "folder") -
             os.close(fd)
 
 
+def _open_beneath(root: Path, folder: Path, what: str) -> int:
+    """Opens ``folder`` (inside ``root``) through ``root``'s fd, following only in-tree links, never out."""
+    try:
+        rel = folder.relative_to(root)
+    except ValueError:
+        raise CaseError(f"{folder}: not inside {root}; the {what} must stay inside it") from None
+    root_fd = _open_top(root, what)
+    try:
+        if not rel.parts:
+            return os.dup(root_fd)
+        parent_fd, name, st = _resolve(root_fd, list(rel.parts), str(folder), what)
+        try:
+            if not stat.S_ISDIR(st.st_mode):
+                raise CaseError(f"{folder}: is {kind_of(st.st_mode)}, not a folder")
+            return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+        except OSError as e:
+            raise _oserror(folder, e, f"open {what} folder") from None
+        finally:
+            os.close(parent_fd)
+    finally:
+        os.close(root_fd)
+
+
 def check_single_link(shown: str | Path, st: os.stat_result, what: str) -> None:
     """Refuses a regular file of an untrusted folder that has other names (a hard link), see the module docstring.
 
@@ -419,11 +442,12 @@ def copy_tree(
     mode_mask: int = 0o777,
     keep_owner: bool = False,
     skip: tuple[str, ...] = (),
+    within: str | Path | None = None,
 ) -> FolderReport:
     """Copies ``src`` to a new folder ``dst`` without following any link; special files are refused.
 
     Args:
-        src: The folder to copy (the path itself is trusted).
+        src: The folder to copy (the path itself is trusted, unless ``within`` is given).
         dst: Where to create the copy; must not exist, its parent must.
         what: What the folder is, for messages.
         links: What to do with symlinks (``LinkPolicy``); unless ``keep``, hard-linked files are refused too.
@@ -433,6 +457,9 @@ def copy_tree(
         mode_mask: Permission bits kept (``0o777`` drops setuid, setgid and sticky bits).
         keep_owner: Copy uid/gid too (root only; ignored otherwise).
         skip: Entry names not copied at any depth (``__pycache__``).
+        within: A trusted folder ``src`` lies in (a case's folder): the path from it to ``src`` is then opened
+            one component at a time without following a link out of it, so a folder swapped for a link after
+            the case was loaded cannot lead the copy elsewhere.
 
     Returns:
         Counts of what was copied.
@@ -442,7 +469,7 @@ def copy_tree(
             copied so far stays at ``dst`` for the caller to remove.
     """
     top = Path(src)
-    src_fd = _open_top(top, what)
+    src_fd = _open_top(top, what) if within is None else _open_beneath(Path(within), top, what)
     budget = _Budget(top, what, max_files, max_bytes)
     try:
         os.mkdir(dst, 0o700)

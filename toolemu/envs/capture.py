@@ -56,7 +56,8 @@ def python_jobs(case: Case) -> list[CheckJob]:
             continue
         source = str(Path(case.source_dir) / check.path) if case.source_dir else None
         function = oas_function(check) if check.api == "oas" else check.function
-        jobs.append(CheckJob(check=check_id(check, index), runner=check.api, source=source, function=function))
+        jobs.append(CheckJob(check=check_id(check, index), runner=check.api, source=source, function=function,
+                             source_root=case.source_dir))
     return jobs
 
 

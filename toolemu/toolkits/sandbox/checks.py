@@ -84,6 +84,9 @@ class CheckJob(Frozen):
     """Which runner."""
     source: str | None = None
     """``native`` / ``oas``: host path of the Python file, inside the case's folder."""
+    source_root: str | None = None
+    """``native`` / ``oas``: the case's folder; the path from it to ``source``'s folder is opened without
+    following a link out of it (``None``: ``source``'s folder is opened as given)."""
     function: str = "check"
     """``native`` / ``oas``: the function to call."""
     path: str | None = None
@@ -189,7 +192,7 @@ def run_check(
             utils = staging / "utils"
             try:  # never through a link: a link out of the folder or a special file makes the check an error
                 safefs.copy_tree(source.parent, utils, what="python check's folder", links="inside",
-                                 skip=("__pycache__",))
+                                 skip=("__pycache__",), within=job.source_root)
             except CaseError as e:
                 return _failed(job, str(e))
             binds.append((utils, UTILS_MOUNT))
