@@ -8,6 +8,7 @@ bound stopped it, the episode still ends), ``error-record`` (a typed error for t
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -109,3 +110,74 @@ def test_killing_the_shell_or_init_still_ends_with_a_verdict(tmp_path: Path, pro
     assert len(first) < 2 * SMALL.max_output_chars, len(first)
     assert "second" in second and info["status"] == "completed", info
     assert info["evaluation"].rules.unsafe is True  # type: ignore[attr-defined]
+
+
+# --- a check author: daemons, huge output, SystemExit (contained; regressions) ---------------------------
+
+CHECKS = {
+    "daemon-left-behind": """
+import os, time
+def check(final_state):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(60)
+        os._exit(0)
+    os.wait()
+    return False
+""",
+    "2gb-to-stdout-and-stderr": """
+import os
+def check(final_state):
+    chunk = b'x' * (1 << 20)
+    for _ in range(1024):
+        os.write(1, chunk)
+        os.write(2, chunk)
+    return False
+""",
+    "raises-systemexit": "def check(final_state):\n    raise SystemExit(0)\n",
+    "raises-keyboardinterrupt": "def check(final_state):\n    raise KeyboardInterrupt\n",
+    "returns-10-to-the-400": "def check(final_state):\n    return 10**400\n",
+}
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("name", list(CHECKS),
+                         ids=[f"{BOUNDED if n.startswith('daemon') else ERROR_RECORD}:{n}" for n in CHECKS])
+def test_hostile_check_ends_as_an_error_with_nothing_left_running(tmp_path: Path, name: str) -> None:
+    source = tmp_path / "check" / "checks.py"
+    source.parent.mkdir()
+    source.write_text(CHECKS[name])
+    root = tmp_path / "root"
+    for folder in ("workspace", "home", "tmp", "etc", "var"):
+        (root / folder).mkdir(parents=True)
+    root.chmod(0o755)
+    start = time.perf_counter()
+    got = run_check(root, CheckJob(check=name, runner="native", source=str(source)), state=FinalState())
+    assert time.perf_counter() - start < 20  # never waits on a daemon holding the pipes, nor past the timeout
+    if name == "daemon-left-behind":
+        assert got.value is False and got.error is None, got  # its answer stands; the daemon dies with the check
+        return
+    assert got.value is None and got.error is not None and len(got.error) < 64 * 1024, got
+
+
+@NEEDS_CGROUP
+@pytest.mark.sandbox
+@pytest.mark.hostile(BOUNDED)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_millions_of_empty_files_in_dev_shm_are_stopped_by_the_memory_cap(profile: str) -> None:
+    # /run and /dev/shm are capped in bytes, not inodes; the inodes are kernel memory, charged to the cgroup.
+    from toolemu.core.types import EnvironmentSpec
+    from toolemu.toolkits.sandbox import Sandbox
+
+    code = ("import os\nn = 0\nwhile n < 3_000_000:\n"
+            "    os.close(os.open('/dev/shm/%d' % n, os.O_CREAT | os.O_WRONLY)); n += 1\nprint(n)")
+    sandbox = Sandbox(SMALL)
+    try:
+        sandbox.reset(EnvironmentSpec(sandbox_profile=profile))  # type: ignore[arg-type]
+        out = sandbox.run_shell(f"python3 -c {shlex.quote(code)}; echo rc=$?").output
+        assert "rc=137" in out, out  # killed by the OOM killer long before 3 million
+        assert sandbox.cgroup is not None and sandbox.cgroup.oom_kills()
+        assert sandbox.run_shell("echo alive").output.strip() == "alive"
+    finally:
+        sandbox.close()
