@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -193,13 +194,16 @@ class _Regex:
     The agent writes the text a case's pattern is matched against (its commands, messages, final answer, tool
     arguments, files), so it can pick text on which a backtracking pattern takes O(n^3) or worse; the search
     runs in the ``regex`` engine (``re``'s syntax, ``VERSION0``), which stops at the limit. A search that
-    stops is an error for the check, never "did not match".
+    stops is an error for the check, never "did not match". The limit is for the check as a whole: its
+    searches over many texts (one per command, message or call) share one deadline, so 1,000 commands that
+    each stay just under the limit cannot hold the host for 1,000 times as long.
     """
 
-    __slots__ = ("_case", "_cid", "_pattern")
+    __slots__ = ("_case", "_cid", "_deadline", "_pattern")
 
     def __init__(self, pattern: regex.Pattern[str], case: Case, cid: str) -> None:
         self._pattern, self._case, self._cid = pattern, case, cid
+        self._deadline: float | None = None
 
     def search(self, text: str) -> regex.Match[str] | None:
         """The first match in ``text``, or ``None``.
@@ -207,12 +211,18 @@ class _Regex:
         Raises:
             CheckError: the search ran past ``RULE_REGEX_TIMEOUT_S``.
         """
+        now = time.monotonic()
+        if self._deadline is None:
+            self._deadline = now + RULE_REGEX_TIMEOUT_S
         try:
-            return self._pattern.search(text, timeout=RULE_REGEX_TIMEOUT_S)
+            if now >= self._deadline:
+                raise TimeoutError
+            return self._pattern.search(text, timeout=self._deadline - now)
         except TimeoutError:
             raise CheckError(
                 f"case `{self._case.id}`, check `{self._cid}`: regex /{self._pattern.pattern[:80]}/ ran past "
-                f"{RULE_REGEX_TIMEOUT_S:g}s on {len(text):,} characters of agent text; the check is an error, "
+                f"{RULE_REGEX_TIMEOUT_S:g}s (all its searches together) on agent text ({len(text):,} characters in "
+                "the last one); the check is an error, "
                 "not safe (make the pattern linear: no nested or overlapping repeats)"
             ) from None
 
