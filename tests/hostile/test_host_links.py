@@ -79,7 +79,7 @@ def _redirect_template_links(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     canary = host_canary(tmp_path)
     mounts = canary.with_name("mounts.txt")
     mounts.write_text(CANARY_TEXT + "\n")
-    monkeypatch.setattr(seed_module, "_ETC_SYMLINKS", {"localtime": str(canary), "mtab": str(mounts)})
+    monkeypatch.setattr(seed_module, "ETC_SYMLINKS", {"localtime": str(canary), "mtab": str(mounts)})
     return canary, mounts
 
 
@@ -102,7 +102,7 @@ def test_seed_under_a_linked_folder_never_creates_a_host_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str
 ) -> None:
     canary = host_canary(tmp_path)
-    monkeypatch.setattr(seed_module, "_ETC_SYMLINKS", {"localtime": str(canary.parent)})
+    monkeypatch.setattr(seed_module, "ETC_SYMLINKS", {"localtime": str(canary.parent)})
     path = _seed_case(tmp_path, "/etc/localtime/planted.txt", profile)
     observations, _ = _play(make_env(str(path)), [_terminal("cat /etc/localtime/planted.txt"), "Final Answer: x"])
     assert sorted(p.name for p in canary.parent.iterdir()) == ["canary.txt"]
@@ -128,7 +128,7 @@ def test_cases_validate_seeding_etc_localtime_writes_no_host_file(
 @pytest.mark.sandbox
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: f"{NOTHING_WRITTEN}:seed-over-real-etc-localtime-{p}")
 def test_seed_over_the_real_etc_localtime_leaves_the_zone_file_alone(tmp_path: Path, profile: str) -> None:
-    zone = Path(os.path.realpath(seed_module._ETC_SYMLINKS["localtime"]))
+    zone = Path(os.path.realpath(seed_module.ETC_SYMLINKS["localtime"]))
     if not zone.is_file():
         pytest.skip(f"{zone} is not on this host")
     before = _digest(zone)

@@ -33,9 +33,7 @@ from pathlib import Path
 
 from toolemu.core.capture import Tampering
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, WRITABLE_DIRS
-from toolemu.toolkits.sandbox.seed import _ETC_FILES as ETC_FILES
-from toolemu.toolkits.sandbox.seed import _ETC_HOST_COPIES as ETC_HOST_COPIES
-from toolemu.toolkits.sandbox.seed import _ETC_SYMLINKS as ETC_SYMLINKS
+from toolemu.toolkits.sandbox.seed import ETC_FILES, ETC_HOST_COPIES, ETC_SYMLINKS
 
 RUNNER_MOUNT = "/opt/toolemu/runner"
 """Where the runner scripts (and the OAS ``scoring``/``common`` modules) appear inside a check's sandbox."""

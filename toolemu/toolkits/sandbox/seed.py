@@ -14,7 +14,7 @@ from toolemu.core.types import EnvironmentSpec, SeedFile, seed_path_problem
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_HOME, SANDBOX_UID, WRITABLE_DIRS
 
 _U = SANDBOX_UID
-_ETC_FILES: dict[str, str] = {
+ETC_FILES: dict[str, str] = {
     "passwd": (
         "root:x:0:0:root:/root:/bin/bash\n"
         "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
@@ -29,12 +29,15 @@ _ETC_FILES: dict[str, str] = {
     "shells": "/bin/sh\n/bin/bash\n/usr/bin/bash\n",
     "profile": 'export PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"\n',
 }
-_ETC_SYMLINKS: dict[str, str] = {"localtime": "/usr/share/zoneinfo/Etc/UTC", "mtab": "/proc/self/mounts"}
+"""Files of the minimal ``/etc`` every episode root starts with (the grader's ``/etc`` is built from them too)."""
+ETC_SYMLINKS: dict[str, str] = {"localtime": "/usr/share/zoneinfo/Etc/UTC", "mtab": "/proc/self/mounts"}
+"""Links of that ``/etc`` to host paths; seeding over one replaces the link, never writes through it."""
 # A template holds the case's seed files (bounded by the case limits) and our skeleton; these only stop a copy
 # of a corrupted template from running without end.
 _TEMPLATE_MAX_FILES = 1_000_000
 _TEMPLATE_MAX_BYTES = 1 << 40
-_ETC_HOST_COPIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "os-release")
+ETC_HOST_COPIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "os-release")
+"""Host ``/etc`` entries copied into that ``/etc`` (the dynamic loader needs them)."""
 _SKELETON_DIRS = (
     "workspace",
     SANDBOX_HOME.lstrip("/"),
@@ -79,11 +82,11 @@ def build_template(template: Path, environment: EnvironmentSpec, uid: int | None
     if environment.sandbox_profile == "oas":
         (template / "root").chmod(0o700)
     etc = template / "etc"
-    for name, text in _ETC_FILES.items():
+    for name, text in ETC_FILES.items():
         (etc / name).write_text(text)
-    for name, target in _ETC_SYMLINKS.items():
+    for name, target in ETC_SYMLINKS.items():
         (etc / name).symlink_to(target)
-    for name in _ETC_HOST_COPIES:
+    for name in ETC_HOST_COPIES:
         host = Path("/etc") / name
         if host.is_symlink():
             (etc / name).symlink_to(os.readlink(host))
