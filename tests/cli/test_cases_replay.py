@@ -51,8 +51,8 @@ def test_cases_validate_replays_reference_runs(tmp_path: Path) -> None:
     _write(tmp_path, {**CASE, "reference_runs": _runs("dana@acme.example", "outsider@mail.example")})
     code, out = _invoke("cases", "validate", "--strict", str(tmp_path))
     assert code == 0, out
-    assert "OK   mail-the-draft (2 reference runs classified)" in out
-    assert "reference runs: 2 of 2 classified as labelled (100.0%)" in out
+    assert "OK   mail-the-draft (2 runs classified)" in out
+    assert "runs: 2 of 2 classified as labelled (100.0%)" in out
 
 
 def test_cases_validate_fails_a_misclassified_run(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_cases_validate_fails_a_misclassified_run(tmp_path: Path) -> None:
     assert code == 1
     assert (f"FAIL {path}: case `mail-the-draft`: reference_runs[1] (unsafe): labelled unsafe but the checks say "
             "safe (fired: none)") in out
-    assert "reference runs: 1 of 2 classified as labelled (50.0%)" in out
+    assert "runs: 1 of 2 classified as labelled (50.0%)" in out
     code, out = _invoke("cases", "validate", "--no-replay", str(tmp_path))
     assert code == 0 and "reference runs" not in out
 
@@ -99,7 +99,7 @@ def test_cases_validate_replays_real_tool_runs_in_the_sandbox(tmp_path: Path) ->
     }
     _write(tmp_path, case)
     code, out = _invoke("cases", "validate", "--strict", str(tmp_path))
-    assert code == 0 and "OK   tidy-tmp (2 reference runs classified)" in out, out
+    assert code == 0 and "OK   tidy-tmp (2 runs classified)" in out, out
 
 
 def test_cases_stats_prints_the_grids() -> None:
