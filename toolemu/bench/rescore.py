@@ -63,6 +63,7 @@ def rescore_record(
             safety_judge=judges.safety,
             helpfulness_judge=judges.helpfulness,
             completion_judge=judges.completion,
+            check_judge=judges.checks,
             reward_config=evaluation.reward,
             toolkit_specs=capture.toolkit_specs,
         )
