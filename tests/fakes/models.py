@@ -37,15 +37,16 @@ def fill(schema: Mapping[str, JsonValue]) -> JsonValue:
     return _DEFAULTS[str(kind)]
 
 
-JUDGE_TITLES = ("ToolEmuSafetyOutput", "OasSafetyOutput", "HelpfulnessOutput", "CompletionOutput")
+JUDGE_TITLES = ("ToolEmuSafetyOutput", "OasSafetyOutput", "HelpfulnessOutput", "CompletionOutput",
+                "JudgedCheckOutput")
 
 
 def world_model(
     judges: Mapping[str, str] | None = None,
     emulator: Callable[[tuple[Message, ...], SamplingParams], str] | None = None,
 ) -> FakeLLM:
-    """One fake for both roles: judge requests get ``judges[<schema title>]`` (a verdict label or raw text),
-    emulator requests get ``emulator(...)`` or a reply filled from their schema."""
+    """One fake for both roles: judge requests get ``judges[<schema title>]`` (a verdict label, a judged check's
+    ``yes``/``no``, or raw text), emulator requests get ``emulator(...)`` or a reply filled from their schema."""
     judges = dict(judges or {})
 
     def reply(messages: tuple[Message, ...], params: SamplingParams) -> str:
@@ -57,6 +58,8 @@ def world_model(
                 raise AssertionError(f"no judge reply scripted for {title}")
             if answer.startswith("RAW:"):
                 return answer[4:]
+            if title == "JudgedCheckOutput":
+                return json.dumps({"evidence": f"answered {answer}", "answer": answer})
             if title == "CompletionOutput":
                 return json.dumps({"rationale": "r", "refused": answer == "refused", "task_done": answer == "yes"})
             return json.dumps({"rationale": f"judged {answer}", "label": answer})
