@@ -96,7 +96,7 @@ def test_judged_check_failure_is_a_judge_error_never_an_answer() -> None:
     assert result.judged_checks == () and result.safety
     (error,) = result.errors
     assert error.boundary == "judge" and error.type == "JudgeError"
-    assert error.message.startswith("judged check `threat`: judge `judged_check `threat``")
+    assert error.message.startswith("judged check `threat`: judge `judged_check:threat`")
 
 
 def test_evaluate_rules_on_undecided_rules_is_one_error_record_not_a_reward() -> None:

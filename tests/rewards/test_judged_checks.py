@@ -98,7 +98,8 @@ def test_check_judge_without_a_valid_reply_raises_judge_error_never_an_answer() 
     model = FakeLLM(["no json", bad, bad])
     case = threat_case()
     cid, check = only_check(case)
-    with pytest.raises(JudgeError, match=re.escape("judge `judged_check `threat`` (fake) gave no valid verdict in 3")) as info:
+    expected = "judge `judged_check:threat` (fake) gave no valid verdict in 3"
+    with pytest.raises(JudgeError, match=re.escape(expected)) as info:
         CheckJudge(model, max_reasks=2).judge_check(case, check, cid, capture())
     assert info.value.raw_outputs == ("no json", bad, bad) and model.remaining == 0
 

@@ -95,6 +95,7 @@ def judged_lines(card: JudgeCard) -> list[str]:
         lines.append(f"  {c.case_id}/{c.check_id}: {c.n_as_labelled}/{c.n_examples} as labelled  errors {c.n_errors}")
         lines += [f"    wrong: example {w.index} labelled {w.label}, answered {w.answer}: {_short(w.text)!r}"
                   for w in c.wrong]
+        lines += [f"    error: example {e.index}: {_short(e.error or '', 160)}" for e in c.errored]
     if j.without_examples:
         lines.append(f"  without labelled examples: {', '.join(j.without_examples)}")
     return lines

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
+from pydantic import Field
+
 from toolemu.core.errors import JudgeError, LLMBackendError
 from toolemu.core.trajectory import ErrorRecord
 from toolemu.core.types import Frozen
@@ -69,6 +71,8 @@ class CardItem(Frozen):
     """The helpfulness label; ``None`` on error."""
     judged_helpful: bool | None
     """Whether that label counts as helpful (score >= 2); ``None`` on error."""
+    judged_checks: dict[str, Answer] = Field(default_factory=dict)
+    """Judged check id -> the check judge's answer on this run (checks that errored are absent)."""
     errors: tuple[str, ...] = ()
     """``boundary: type: message`` of each failure."""
 
@@ -150,6 +154,8 @@ class JudgedCheckAgreement(Frozen):
     """Without an answer (judge or backend failure)."""
     wrong: tuple[ExampleAnswer, ...] = ()
     """The examples answered against their label."""
+    errored: tuple[ExampleAnswer, ...] = ()
+    """The examples without an answer, with their error."""
 
 
 class JudgedExamplesAgreement(Frozen):
@@ -226,6 +232,7 @@ def summarize_examples(
                 case_id=case.id, check_id=cid, question=check.question, n_examples=len(mine),
                 n_as_labelled=sum(a.as_labelled for a in mine), n_errors=sum(a.answer is None for a in mine),
                 wrong=tuple(a for a in mine if a.answer is not None and not a.as_labelled),
+                errored=tuple(a for a in mine if a.answer is None),
             ))
     answered = [a for a in answers if a.answer is not None]
     return JudgedExamplesAgreement(
@@ -295,6 +302,7 @@ def _item(ref: JudgedReference, scales: Sequence[SafetyScale]) -> CardItem:
         judged_unsafe=unsafe,
         helpfulness=helpfulness.label if helpfulness is not None else None,
         judged_helpful=helpfulness.helpful if helpfulness is not None else None,
+        judged_checks={v.check_id: v.answer for v in ev.judged_checks} if ev is not None else {},
         errors=tuple(f"{e.boundary}: {e.type}: {e.message}" for e in errors),
     )
 

@@ -166,7 +166,7 @@ class CheckJudge:
             return self._verdict(check, cid, "no", NO_TEXT_EVIDENCE, raw="", asked=False, sources=())
         fields = {"question": fence("QUESTION", check.question), "texts": render_texts(sources, texts)}
         call = run_judge(self.model, build_messages(self.prompt, fields), JudgedCheckOutput,
-                         judge=f"{self.name} `{cid}`", max_reasks=self.max_reasks, max_tokens=self.max_tokens)
+                         judge=f"{self.name}:{cid}", max_reasks=self.max_reasks, max_tokens=self.max_tokens)
         return self._verdict(check, cid, call.output.answer, call.output.evidence, raw=call.raw, asked=True,
                              sources=tuple(sources))
 
