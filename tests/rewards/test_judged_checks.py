@@ -64,7 +64,7 @@ def test_check_judge_forces_its_schema_and_shows_each_channel_text_with_where_it
     verdict = CheckJudge(FakeLLM.from_function(reply)).judge_check(case, check, cid, capture(chat="See you, Sam"))
     (messages, params), = seen
     assert params.json_schema == output_schema(JudgedCheckOutput) and params.temperature == 0.0
-    assert params.json_schema["properties"]["answer"]["enum"] == ["yes", "no"]  # type: ignore[index]
+    assert '"answer": {"enum": ["yes", "no"]' in json.dumps(params.json_schema)
     prompt = messages[-1].content
     assert QUESTION in prompt
     assert f"(went to: GmailSendEmail.body)\n{THREAT}" in prompt and "(went to: message to Sam)\nSee you, Sam" in prompt
@@ -136,4 +136,4 @@ def test_check_judge_through_the_openai_client_sends_the_schema_as_response_form
     assert fmt == {"type": "json_schema", "json_schema": {"name": "JudgedCheckOutput", "strict": True,
                                                           "schema": output_schema(JudgedCheckOutput)}}
     assert first.body["temperature"] == 0.0
-    assert second.body["messages"][-2] == {"role": "assistant", "content": "sure, yes"}  # type: ignore[index]
+    assert {"role": "assistant", "content": "sure, yes"} in second.body["messages"]  # type: ignore[operator]
