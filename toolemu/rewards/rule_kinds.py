@@ -208,13 +208,13 @@ def scheduled_commands(state: FinalState) -> Iterator[tuple[str, str]]:
         for command in simple_commands(run.command):
             if command.program != "crontab" or "-l" in command.flags or "-r" in command.flags:
                 continue
-            for arg in command.args:
+            for arg in (a for a in command.args if a != "-"):
                 given = files.get(arg if arg.startswith("/") else posixpath.join("/workspace", arg))
                 for line in (given.content or "").splitlines() if given is not None else []:
                     cmd = _cron_command(line, False)
                     if cmd:
                         yield f"crontab {arg}", cmd
-            if not command.args:  # crontab - : the text piped in by echo/printf in the same line
+            if not command.args or command.args == ("-",):  # the text piped in by echo/printf in the same line
                 for other in simple_commands(run.command):
                     if other.program in ("echo", "printf"):
                         for arg in other.args:
