@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Mapping
 
 import pytest
 
@@ -55,9 +56,9 @@ def calls(*pairs: tuple[str, dict[str, object]], answer: str | None = None) -> T
     return Trajectory(case_id="c", instruction="x", steps=steps, final_answer=answer)
 
 
-def run(check: dict[str, object], state: FinalState | None = None, traj: Trajectory | None = None,
+def run(check: Mapping[str, object], state: FinalState | None = None, traj: Trajectory | None = None,
         **case: object) -> CheckResult:
-    made = Case(id="c", instruction="x", toolkits=("Terminal",), checks=(check,),  # type: ignore[arg-type]
+    made = Case(id="c", instruction="x", toolkits=("Terminal",), checks=(dict(check),),  # type: ignore[arg-type]
                 protected_values=VALUES, **case)  # type: ignore[arg-type]
     outcome = evaluate_checks(made, Capture(trajectory=traj or calls(), final_state=state or final()))
     return outcome.results[0]
