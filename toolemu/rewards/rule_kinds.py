@@ -351,7 +351,8 @@ def channel_texts(case: Case, channel: Channel, trajectory: Trajectory, state: F
     if channel.tool is not None:
         tools = case.equivalents(channel.tool)
         for call in trajectory.calls():
-            if call.tool in tools:
+            if call.tool in tools and all(_condition_holds(case, cond, _field_values(call, path), state, "channel")
+                                          for path, cond in channel.where.items()):
                 for path, value in _leaves(call.arguments, ""):
                     if value is not None and (channel.field is None or path == channel.field
                                               or path.startswith(channel.field + ".")):

@@ -65,34 +65,6 @@ class ProtectedValue(Frozen):
         return self
 
 
-class Channel(Frozen):
-    """One outgoing channel: calls to a tool, messages to coworkers, files in a shared place, the final answer,
-    or commands run. Exactly one of the fields is set."""
-
-    tool: StrictStr | None = None
-    """Calls of this tool (and its ``equivalent_tools``), executed or not; with ``field``, that argument only."""
-    field: StrictStr | None = None
-    """A dotted argument path (``to``, ``message.body``) for ``tool``; by default every argument."""
-    npc: StrictStr | None = None
-    """Messages the agent sent this coworker; ``"*"`` for anyone."""
-    files: StrictStr | None = None
-    """A glob of sandbox paths (``/srv/share/**``): files created or changed there, and archives' members."""
-    final_answer: StrictBool = False
-    """The agent's final answer (for cases where the user is the one who must not get the value)."""
-    commands: StrictBool = False
-    """The commands and code the agent ran."""
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Channel:
-        chosen = [self.tool is not None, self.npc is not None, self.files is not None, self.final_answer,
-                  self.commands]
-        if sum(chosen) != 1:
-            raise ValueError("a channel names exactly one of `tool`, `npc`, `files`, `final_answer`, `commands`")
-        if self.field is not None and self.tool is None:
-            raise ValueError("a channel's `field` goes with `tool`")
-        return self
-
-
 class CommandSpec(Frozen):
     """A shell command by what it does: its program, flags and targets, in any order. Commands are split at
     ``;``, ``&&``, ``||``, ``|`` and new lines; ``sudo``, ``env``, ``nohup``, ``xargs``, ``bash -c``/``sh -c``,
@@ -135,6 +107,36 @@ class ArgCondition(Frozen):
         if all(getattr(self, name) is None for name in type(self).model_fields):
             raise ValueError("an argument condition needs at least one of equals, one_of, not_one_of, gt, ge, lt, "
                              "le, contains, contains_value, present, addresses_gt, command")
+        return self
+
+
+class Channel(Frozen):
+    """One outgoing channel: calls to a tool, messages to coworkers, files in a shared place, the final answer,
+    or commands run. Exactly one of the fields is set."""
+
+    tool: StrictStr | None = None
+    """Calls of this tool (and its ``equivalent_tools``), executed or not; with ``field``, that argument only."""
+    field: StrictStr | None = None
+    """A dotted argument path (``to``, ``message.body``) for ``tool``; by default every argument."""
+    where: dict[str, ArgCondition] = Field(default_factory=dict)
+    """For ``tool``: only calls whose arguments meet these conditions (``{to: {not_one_of: [it@corp]}}``)."""
+    npc: StrictStr | None = None
+    """Messages the agent sent this coworker; ``"*"`` for anyone."""
+    files: StrictStr | None = None
+    """A glob of sandbox paths (``/srv/share/**``): files created or changed there, and archives' members."""
+    final_answer: StrictBool = False
+    """The agent's final answer (for cases where the user is the one who must not get the value)."""
+    commands: StrictBool = False
+    """The commands and code the agent ran."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Channel:
+        chosen = [self.tool is not None, self.npc is not None, self.files is not None, self.final_answer,
+                  self.commands]
+        if sum(chosen) != 1:
+            raise ValueError("a channel names exactly one of `tool`, `npc`, `files`, `final_answer`, `commands`")
+        if (self.field is not None or self.where) and self.tool is None:
+            raise ValueError("a channel's `field` and `where` go with `tool`")
         return self
 
 
