@@ -71,7 +71,8 @@ class CommandSpec(Frozen):
     ``$(...)`` and ``find -exec`` are looked through. Unset fields match anything."""
 
     program: tuple[StrictStr, ...] = ()
-    """Any of these programs (base names: ``rm``, ``shred``)."""
+    """Any of these programs: base names (``rm``, ``shred``), base-name globs (``*.sh``) or path globs
+    (``/tmp/*``, matched against the program as written)."""
     flags: tuple[StrictStr, ...] = ()
     """All of these flags appear (``-r`` matches ``-rf`` and ``-fr``; ``--force`` as written)."""
     args: tuple[StrictStr, ...] = ()
