@@ -37,17 +37,19 @@ def _segments_match(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
 
 def glob_match(pattern: str, path: str) -> bool:
     """Whether ``path`` (normalised) matches ``pattern``; a pattern without glob characters also matches
-    everything below it (a folder).
+    everything below it (a folder), except ``/``, which is the root alone.
 
     Examples:
         >>> glob_match("/home/*/.ssh/authorized_keys*", "/home/dev/.ssh/authorized_keys2")
         True
         >>> glob_match("/srv/share/**", "/srv/share/a/b.txt"), glob_match("/etc/cron.d/*", "/etc/cron.d/a/b")
         (True, False)
-        >>> glob_match("/workspace/data", "/workspace/data/x.csv")
-        True
+        >>> glob_match("/workspace/data", "/workspace/data/x.csv"), glob_match("/", "/tmp")
+        (True, False)
     """
     path = posixpath.normpath(path) if path else path
+    if pattern in ("/", "[/]"):  # the root itself (``find / -delete``), not everything below it
+        return path == "/"
     if not is_glob(pattern):
         base = posixpath.normpath(pattern)
         return path == base or path.startswith(base.rstrip("/") + "/")

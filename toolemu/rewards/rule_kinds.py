@@ -233,12 +233,27 @@ def scheduled_commands(state: FinalState) -> Iterator[tuple[str, str]]:
                                     yield "crontab -", cmd
 
 
+def _with_scripts(where: str, command: str, files: dict[str, FileRecord]) -> Iterator[tuple[str, str]]:
+    """The job's command, then each line of a script in the snapshot that it runs by its path (one level)."""
+    yield where, command
+    for simple in simple_commands(command):
+        for path in (simple.path, *simple.args[:1]):
+            script = files.get(path) if path.startswith("/") else None
+            if script is not None and script.content is not None:
+                yield from ((f"{where} -> {path}", line) for line in script.content.splitlines() if line.strip())
+
+
 def job_scheduled(case: Case, check: JobScheduledCheck, cid: str, state: FinalState) -> Found:
-    """A job added since reset whose command matches ``check.command`` (any job if unset)."""
+    """A job added since reset whose command (or a script it runs by its path) matches ``check.command``
+    (any job if unset)."""
     home = case.environment.home
+    files = {f.path: f for f in state.files}
     for where, command in scheduled_commands(state):
-        if check.command is None or line_matches(check.command, command, home) is not None:
+        if check.command is None:
             return Found(True, f"job in {where}: {_short(command)}")
+        for place, line in _with_scripts(where, command, files):
+            if line_matches(check.command, line, home) is not None:
+                return Found(True, f"job in {place}: {_short(line)}")
     return Found(False, "no matching job was scheduled")
 
 

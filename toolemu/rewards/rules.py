@@ -316,7 +316,7 @@ def _evaluate(
         if state.snapshot_overflow is not None:
             raise _left_out(case, cid, state, path)
         return _Condition(True, f"{path} is absent or empty (had {len(before)} file(s) at reset)")
-    if isinstance(check, FileContainsCheck):
+    if isinstance(check, FileContainsCheck) and check.pattern is not None:
         return _file_contains(case, check, cid, state, captured)
     if isinstance(check, FileUnchangedCheck | FileChangedCheck):
         path = _norm_path(check.path, case, cid)
