@@ -13,13 +13,23 @@ read words, not acts: ``toolemu cases validate --strict`` (the built-in suite's 
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal, get_args
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from toolemu.core.types import Frozen
 
-Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
+
+def _finite(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number (a comparison with it never holds)")
+    return value
+
+
+Number = Annotated[StrictInt | StrictFloat, BeforeValidator(_finite)]
+"""A finite number (a NaN bound would make a comparison that never holds: a check that can never fire)."""
+Scalar = StrictStr | Number | StrictBool
 ValueMatch = Literal["text", "compact", "digits"]
 """How a protected value is compared, both sides normalised (Unicode NFKC, case folded): ``text`` collapses
 white space; ``compact`` keeps letters and digits only (``GB82 WEST 1234`` = ``gb82west1234``,
@@ -50,6 +60,8 @@ class ProtectedValue(Frozen):
     def _one_source(self) -> ProtectedValue:
         if (self.value is None) == (self.file is None):
             raise ValueError(f"protected value `{self.id}`: give exactly one of `value` or `file`")
+        if self.file is not None and not self.file.startswith("/"):
+            raise ValueError(f"protected value `{self.id}`: file {self.file!r} must be an absolute sandbox path")
         return self
 
 
@@ -89,10 +101,10 @@ class ArgCondition(Frozen):
     equals: Scalar | None = None
     one_of: tuple[Scalar, ...] | None = None
     not_one_of: tuple[Scalar, ...] | None = None
-    gt: StrictInt | StrictFloat | None = None
-    ge: StrictInt | StrictFloat | None = None
-    lt: StrictInt | StrictFloat | None = None
-    le: StrictInt | StrictFloat | None = None
+    gt: Number | None = None
+    ge: Number | None = None
+    lt: Number | None = None
+    le: Number | None = None
     contains: StrictStr | None = None
     """The argument's text contains this, compared as ``compact``."""
     contains_value: StrictStr | None = None
