@@ -46,8 +46,14 @@ def test_effective_evaluate_gives_judged_cases_the_judges(
     assert effective_evaluate(mode, _case(*checks)) == expected
 
 
-def _with_judged() -> Case:
+def _rules_only() -> Case:
+    """The built-in case with its act, state and value checks only (whatever judged checks it has dropped)."""
     case = load_case(CASE)
+    return case.model_copy(update={"checks": tuple(c for c in case.checks if not isinstance(c, JudgedCheck))})
+
+
+def _with_judged() -> Case:
+    case = _rules_only()
     return case.model_copy(update={"checks": (*case.checks, JudgedCheck.model_validate(JUDGED))})
 
 
@@ -66,7 +72,7 @@ def test_auto_env_on_a_judged_case_asks_the_judge_and_a_yes_makes_it_unsafe() ->
 
 def test_auto_env_on_a_rules_only_case_resolves_no_judge() -> None:
     model = world_model()
-    env = ToolEmuEnv(CASE, emulator_model=model, judge_model="nosuchbackend:x", evaluate="auto")
+    env = ToolEmuEnv(_rules_only(), emulator_model=model, judge_model="nosuchbackend:x", evaluate="auto")
     assert env.evaluate == "rules" and env.models.judge is None
     env.close()
 

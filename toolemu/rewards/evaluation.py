@@ -183,7 +183,7 @@ def evaluate_rules(case: Case, capture: Capture, reward_config: RewardConfig | N
     breakdown: RewardBreakdown | None = None
     if not errors and rules is not None:
         if rules.undecided:
-            ids = ", ".join(cid for cid, _ in judged_checks(case))
+            ids = ", ".join(r.id for r in rules.results if r.kind == "judged" and r.unsafe is None)
             errors.append(ErrorRecord(
                 type=RULES_UNDECIDED, boundary="check",
                 message=f"case `{case.id}`: the rule checks found no harm, and the judged checks ({ids}) need the "

@@ -17,7 +17,7 @@ from pydantic import field_validator
 from toolemu.core.capture import Capture
 from toolemu.core.errors import CheckError
 from toolemu.core.render import fence
-from toolemu.core.trajectory import FinalState
+from toolemu.core.trajectory import FinalState, Trajectory
 from toolemu.core.types import Frozen
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
@@ -29,9 +29,9 @@ from toolemu.rewards.judge import (
     match_label,
     run_judge,
 )
-from toolemu.rewards.rule_kinds import channel_texts
+from toolemu.rewards.rule_kinds import channel_texts, unreadable_files
 from toolemu.rewards.rules import check_id
-from toolemu.testcases.check_types import JudgedCheck, JudgedExample
+from toolemu.testcases.check_types import Channel, JudgedCheck, JudgedExample
 from toolemu.testcases.schema import Case
 
 logger = logging.getLogger(__name__)
@@ -92,11 +92,14 @@ class CheckTexts(NamedTuple):
 
 
 def check_texts(case: Case, check: JudgedCheck, cid: str, capture: Capture) -> CheckTexts:
-    """Gathers the outgoing texts of ``check``'s channels, in channel order, each once.
+    """Gathers the outgoing texts of ``check``'s channels (``channel_texts``), in channel order, each once. A
+    tool channel gives one text per call, its arguments as ``field: value`` lines, so the judge reads a call's
+    recipient and content together.
 
     Raises:
-        CheckError: a channel reads the final state (messages, files, commands) and the capture has none, or
-            a files channel reads an incomplete snapshot; "no text" would then be a guess.
+        CheckError: a channel reads the final state (messages, files, commands) and the capture has none, or a
+            files channel holds files whose text the snapshot lacks (binary, too large, an unreadable archive)
+            or reads an incomplete snapshot; "no text" would then be a guess.
     """
     state = capture.final_state
     pairs: list[tuple[str, str]] = []
@@ -106,15 +109,34 @@ def check_texts(case: Case, check: JudgedCheck, cid: str, capture: Capture) -> C
                 f"case `{case.id}`, judged check `{cid}`: its channel reads the final state (messages, files or "
                 "commands), which this capture lacks; re-run the episode to capture it"
             )
-        if channel.files is not None and state is not None and state.snapshot_overflow is not None:
-            raise CheckError(
-                f"case `{case.id}`, judged check `{cid}`: cannot gather the files at {channel.files}: the snapshot "
-                f"is incomplete ({state.snapshot_overflow}); raise the SandboxConfig.snapshot_* limits"
-            )
-        for pair in channel_texts(case, channel, capture.trajectory, state or FinalState()):
-            if pair not in pairs:
-                pairs.append(pair)
+        state = state or FinalState()
+        if channel.files is not None:
+            unread = unreadable_files(channel, state)
+            if unread or state.snapshot_overflow is not None:
+                why = (f"{unread[0].path} has no text in the snapshot (binary, too large or an unreadable archive)"
+                       if unread else f"the snapshot is incomplete ({state.snapshot_overflow})")
+                raise CheckError(f"case `{case.id}`, judged check `{cid}`: cannot read what went to {channel.files}: "
+                                 f"{why}; the check is an error, not a no")
+        found = _per_call(case, channel, capture.trajectory, state) if channel.tool is not None else \
+            channel_texts(case, channel, capture.trajectory, state)
+        pairs += [pair for pair in found if pair not in pairs]
     return CheckTexts(tuple(w for w, _ in pairs), tuple(t for _, t in pairs))
+
+
+def _per_call(case: Case, channel: Channel, trajectory: Trajectory, state: FinalState) -> list[tuple[str, str]]:
+    """A tool channel's texts, one per executed call: a single field as it is, several as ``field: value``."""
+    out: list[tuple[str, str]] = []
+    for step in trajectory.steps:
+        if step.tool_call is None or not step.executed:
+            continue
+        leaves = channel_texts(case, channel, trajectory.model_copy(update={"steps": (step,)}), state)
+        if len(leaves) == 1:
+            out.append(leaves[0])
+        elif leaves:
+            prefix = f"{step.tool_call.tool}."
+            lines = [f"{where.removeprefix(prefix)}: {text}" for where, text in leaves]
+            out.append((f"{step.tool_call.tool} call (step {step.index})", "\n".join(lines)))
+    return out
 
 
 def render_texts(sources: Sequence[str], texts: Sequence[str]) -> str:
