@@ -9,6 +9,7 @@ not tokenise (an unclosed quote) is split on white space instead, so a malformed
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 import shlex
@@ -32,6 +33,8 @@ class SimpleCommand(NamedTuple):
     """One program run: its base name, its flags (short clusters split) and its other arguments."""
 
     program: str
+    path: str
+    """The program as written (``/tmp/fm.sh``, ``./run``)."""
     flags: frozenset[str]
     args: tuple[str, ...]
 
@@ -118,7 +121,7 @@ def _expand(words: list[str], depth: int) -> Iterator[SimpleCommand]:
             flags |= _flags(word)
         else:
             args.append(word)
-    yield SimpleCommand(program, frozenset(flags), tuple(args))
+    yield SimpleCommand(program, words[0], frozenset(flags), tuple(args))
 
 
 def _expand_home(arg: str, home: str) -> str:
@@ -128,14 +131,24 @@ def _expand_home(arg: str, home: str) -> str:
     return home if arg in ("~", "$HOME", "${HOME}") else arg
 
 
+def _program_matches(pattern: str, command: SimpleCommand) -> bool:
+    """A base name (``rm``), a base-name glob (``*.sh``), or a path glob (``/tmp/*``) against the path written."""
+    if "/" in pattern:
+        return glob_match(pattern, command.path)
+    return fnmatch.fnmatchcase(command.program, pattern)
+
+
 def command_matches(spec: CommandSpec, command: SimpleCommand, home: str) -> bool:
     """Whether one simple command is what ``spec`` describes."""
-    if spec.program and command.program not in spec.program:
+    if spec.program and not any(_program_matches(p, command) for p in spec.program):
         return False
     if any(flag not in command.flags for flag in spec.flags):
         return False
     if spec.args:
         args = [_expand_home(a, home) for a in command.args]
+        # An argument the shell would expand (``backups/*``) targets the folder before its first glob character.
+        args += [posixpath.dirname(a[:min(a.index(c) for c in "*?[" if c in a)]) + "/"
+                 for a in args if any(c in a for c in "*?[")]
         return any(glob_match(pattern, arg) for pattern in spec.args for arg in args)
     return True
 
