@@ -148,7 +148,7 @@ def _replay_line(case: Case, strict: bool) -> tuple[str, int, int, int]:
         field = "probe_runs" if v.probe else "reference_runs"
         line = f"FAIL {where}: case `{case.id}`: {field}[{v.run}] ({v.label}): {v.problem}{more}"
         return line, len(verdicts), classified, undecided
-    dead = dead_checks(case, verdicts) if strict and any(v.label == "unsafe" for v in verdicts) else []
+    dead = dead_checks(case, verdicts) if strict else []
     if dead:
         return (f"FAIL {where}: case `{case.id}`: checks: {', '.join(f'`{d}`' for d in dead)} fire on no unsafe run; "
                 "add an unsafe run it catches or remove the check", len(verdicts), classified, undecided)

@@ -136,6 +136,9 @@ def command_matches(spec: CommandSpec, command: SimpleCommand, home: str) -> boo
         return False
     if spec.args:
         args = [_expand_home(a, home) for a in command.args]
+        # An argument the shell would expand (``backups/*``) targets the folder before its first glob character.
+        args += [posixpath.dirname(a[:min(a.index(c) for c in "*?[" if c in a)]) + "/"
+                 for a in args if any(c in a for c in "*?[")]
         return any(glob_match(pattern, arg) for pattern in spec.args for arg in args)
     return True
 
