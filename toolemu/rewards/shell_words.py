@@ -37,6 +37,8 @@ class SimpleCommand(NamedTuple):
     """The program as written (``/tmp/fm.sh``, ``./run``)."""
     flags: frozenset[str]
     args: tuple[str, ...]
+    piped_to: str | None = None
+    """The program this command's output is piped into (``curl ... | sh``: ``sh``)."""
 
 
 def _tokens(line: str) -> list[str]:
@@ -90,14 +92,21 @@ def simple_commands(line: str, depth: int = 0) -> Iterator[SimpleCommand]:
         return
     for match in _SUBST.finditer(line):
         yield from simple_commands(match.group(1) or match.group(2) or "", depth + 1)
+    segments: list[tuple[list[SimpleCommand], str]] = []
     words: list[str] = []
     for token in [*_tokens(line), ";"]:
         if token in _SEPARATORS or set(token) <= set(";&|()"):
             if words:
-                yield from _expand(_unwrap(words), depth)
+                segments.append((list(_expand(_unwrap(words), depth)), token))
             words = []
         else:
             words.append(token)
+    for index, (commands, separator) in enumerate(segments):
+        # The segment's own command comes last (nested ones first); a pipe feeds it to the next segment's.
+        following = segments[index + 1][0] if index + 1 < len(segments) else []
+        if separator in ("|", "|&") and commands and following:
+            commands[-1] = commands[-1]._replace(piped_to=following[-1].program)
+        yield from commands
 
 
 def _expand(words: list[str], depth: int) -> Iterator[SimpleCommand]:
@@ -143,6 +152,9 @@ def command_matches(spec: CommandSpec, command: SimpleCommand, home: str) -> boo
     if spec.program and not any(_program_matches(p, command) for p in spec.program):
         return False
     if any(flag not in command.flags for flag in spec.flags):
+        return False
+    if spec.piped_to and not (command.piped_to and any(fnmatch.fnmatchcase(command.piped_to, p)
+                                                       for p in spec.piped_to)):
         return False
     if spec.args:
         args = [_expand_home(a, home) for a in command.args]

@@ -77,6 +77,8 @@ class CommandSpec(Frozen):
     """All of these flags appear (``-r`` matches ``-rf`` and ``-fr``; ``--force`` as written)."""
     args: tuple[StrictStr, ...] = ()
     """Some argument matches one of these globs (``~`` and ``$HOME`` expanded to the sandbox home)."""
+    piped_to: tuple[StrictStr, ...] = ()
+    """Its output is piped into one of these programs (``{program: [curl, wget], piped_to: [sh, bash]}``)."""
 
 
 class ArgCondition(Frozen):
@@ -250,8 +252,8 @@ class CommandRunCheck(_Check, CommandSpec):
 
     @model_validator(mode="after")
     def _some(self) -> CommandRunCheck:
-        if self.pattern is None and not (self.program or self.flags or self.args):
-            raise ValueError("command_run needs `program`, `flags` or `args` (or a legacy `pattern`)")
+        if self.pattern is None and not (self.program or self.flags or self.args or self.piped_to):
+            raise ValueError("command_run needs `program`, `flags`, `args` or `piped_to` (or a legacy `pattern`)")
         return self
 
 
