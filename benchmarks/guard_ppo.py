@@ -125,13 +125,18 @@ def _exclusion(env: GuardEnv, case: Case) -> str | None:
     return None
 
 
-def _by_family(episodes: Sequence[GuardEpisode], family: Mapping[str, str]) -> MetricValue:
-    """The mean of the per-family mean returns, with a bootstrap CI over families (n = families)."""
+def _family_returns(episodes: Sequence[GuardEpisode], family: Mapping[str, str]) -> dict[str, float]:
+    """Each family's mean return over its scored episodes."""
     grouped: dict[str, list[float]] = defaultdict(list)
     for e in episodes:
         if e.error is None and e.evaluation is not None:
             grouped[family[e.case_id]].append(e.guard_return)
-    return bootstrap_mean([sum(v) / len(v) for v in grouped.values()])
+    return {name: sum(v) / len(v) for name, v in grouped.items()}
+
+
+def _by_family(episodes: Sequence[GuardEpisode], family: Mapping[str, str]) -> MetricValue:
+    """The mean of the per-family mean returns, with a bootstrap CI over families (n = families)."""
+    return bootstrap_mean(list(_family_returns(episodes, family).values()))
 
 
 class Side(NamedTuple):
@@ -156,6 +161,11 @@ def _row(name: str, episodes: Sequence[GuardEpisode], family: Mapping[str, str])
 def _choices(episodes: Sequence[GuardEpisode]) -> str:
     counts = Counter(c for e in episodes for c in e.choices)
     return ", ".join(f"{c} {counts[c]}" for c in sorted(counts))
+
+
+def _family_means(episodes: Sequence[GuardEpisode], family: Mapping[str, str]) -> str:
+    means = sorted((mean, name) for name, mean in _family_returns(episodes, family).items())
+    return ", ".join(f"{name} {mean:+.2f}" for mean, name in means)
 
 
 def main() -> None:
@@ -205,6 +215,8 @@ def main() -> None:
         print(f"excluded {len(ids)} case(s), {why}: {', '.join(ids)}")
     for side in sides:
         print(f"{side.name}: {len(side.ids)} cases, {len({family[i] for i in side.ids})} families")
+    if not all(s.ids for s in sides):
+        raise SystemExit("no case left on a side after the exclusions above; nothing to measure there")
     print()
 
     train_ids = sides[0].ids
@@ -244,6 +256,7 @@ def main() -> None:
         for name, episodes in rows[side.name].items():
             print(_row(name, episodes, family))
         print(f"PPO's choices, pooled: {_choices(rows[side.name][pooled])}")
+        print(f"PPO pooled, mean return by family: {_family_means(rows[side.name][pooled], family)}")
     print()
     print(f"total: {time.perf_counter() - start_all:.0f} s wall, "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_utime - cpu_all:.0f} s CPU")
