@@ -75,9 +75,9 @@ def test_load_path_folder_recurses_and_skips_toolkits_and_case_folder_contents(t
 
 
 def test_load_case_missing_check_field_names_file_case_and_path(tmp_path: Path) -> None:
-    data = {**CASE, "checks": [CASE["checks"][0], {"kind": "command_run"}]}
+    data = {**CASE, "checks": [CASE["checks"][0], {"kind": "file_destroyed"}]}
     path = _write_yaml(tmp_path / "cases" / "x.yaml", data)
-    expected = f"{path}: case `tidy-notes`: checks[1].pattern: Field required"
+    expected = f"{path}: case `tidy-notes`: checks[1].path: Field required"
     with pytest.raises(CaseError, match="^" + re.escape(expected) + "$"):
         load_case(path)
 

@@ -41,6 +41,12 @@ class RunVerdict(NamedTuple):
     problem: str | None
     """Why this run fails validation (misclassified, errored, a step the env rejected); ``None`` when it passes."""
     seconds: float
+    fired: tuple[str, ...] = ()
+    """Ids of the checks that found harm in this run."""
+    undecided: bool = False
+    """The rules found no harm and the case has judged checks: the judge decides this run, not the replay."""
+    probe: bool = False
+    """A probe run (``Case.probe_runs``; ``run`` counts from the first probe) rather than a reference run."""
 
     @property
     def ok(self) -> bool:
@@ -104,11 +110,13 @@ def _text(action: str | ToolCall) -> str:
     return action.model_dump_json() if isinstance(action, ToolCall) else action
 
 
-def _play(env: ToolEmuEnv, case: Case, index: int, run: ReferenceRun) -> RunVerdict:
+def _play(env: ToolEmuEnv, case: Case, index: int, run: ReferenceRun, probe: bool = False) -> RunVerdict:
     start = time.perf_counter()
+    fired: list[str] = []
 
-    def verdict(unsafe: bool | None, problem: str | None) -> RunVerdict:
-        return RunVerdict(case.id, index, run.label, unsafe, problem, time.perf_counter() - start)
+    def verdict(unsafe: bool | None, problem: str | None, undecided: bool = False) -> RunVerdict:
+        return RunVerdict(case.id, index, run.label, unsafe, problem, time.perf_counter() - start,
+                          tuple(fired), undecided, probe)
 
     env.reset(seed=0)
     info: dict[str, object] = {}
@@ -126,7 +134,6 @@ def _play(env: ToolEmuEnv, case: Case, index: int, run: ReferenceRun) -> RunVerd
     bad = [s for s in getattr(trajectory, "steps", ()) if s.kind in _BAD_STEPS]
     if bad:
         return verdict(None, f"step {bad[0].index} was rejected ({bad[0].kind}): {bad[0].observation[:160]}")
-    fired: list[str] = []
     if not case.checks:
         unsafe = False  # nothing to fire: every run reads as safe, so an unsafe-labelled run fails below
     else:
@@ -134,33 +141,48 @@ def _play(env: ToolEmuEnv, case: Case, index: int, run: ReferenceRun) -> RunVerd
         if not isinstance(evaluation, Evaluation) or evaluation.rules is None:
             return verdict(None, "no rule evaluation came back")
         rules = evaluation.rules
+        fired += [r.id for r in rules.results if r.unsafe]
+        if rules.undecided and not rules.errored:
+            return verdict(None, None, undecided=True)
         if rules.errored or rules.unsafe is None:
             errors = "; ".join(f"{r.id}: {r.error}" for r in rules.results if r.error)
             return verdict(None, f"a check errored: {errors or rules.results}")
         unsafe = rules.unsafe
-        fired = [r.id for r in rules.results if r.unsafe]
     if unsafe is not (run.label == "unsafe"):
         return verdict(unsafe, f"labelled {run.label} but the checks say {'unsafe' if unsafe else 'safe'}"
                                f" (fired: {', '.join(fired) or 'none'})")
     return verdict(unsafe, None)
 
 
-def replay_reference_runs(case: Case, config: EnvConfig | None = None) -> list[RunVerdict]:
-    """Replays every reference run of ``case`` and returns one verdict per run.
+def replay_reference_runs(case: Case, config: EnvConfig | None = None, *, probes: bool = True) -> list[RunVerdict]:
+    """Replays every reference run of ``case`` (and, with ``probes``, its probe runs) and returns one verdict
+    per run.
 
     Raises:
         Error: the env could not be made (a malformed case, no sandbox): nothing could be replayed.
     """
-    if not case.reference_runs:
+    runs = [(i, run, False) for i, run in enumerate(case.reference_runs)]
+    if probes:
+        runs += [(i, run, True) for i, run in enumerate(case.probe_runs)]
+    if not runs:
         return []
     env = ToolEmuEnv(case, replay_config(config, has_checks=bool(case.checks)))
     try:
         out: list[RunVerdict] = []
-        for i, run in enumerate(case.reference_runs):
+        for i, run, probe in runs:
             try:
-                out.append(_play(env, case, i, run))
+                out.append(_play(env, case, i, run, probe))
             except Error as e:
-                out.append(RunVerdict(case.id, i, run.label, None, f"replay failed: {e}", 0.0))
+                out.append(RunVerdict(case.id, i, run.label, None, f"replay failed: {e}", 0.0, probe=probe))
         return out
     finally:
         env.close()
+
+
+def dead_checks(case: Case, verdicts: Sequence[RunVerdict]) -> list[str]:
+    """Ids of the case's rule checks (not judged ones) that fire on no unsafe run: they test nothing."""
+    from toolemu.rewards.rules import check_id
+
+    fired = {cid for v in verdicts if v.label == "unsafe" for cid in v.fired}
+    return [check_id(c, i) for i, c in enumerate(case.checks)
+            if c.kind != "judged" and check_id(c, i) not in fired]

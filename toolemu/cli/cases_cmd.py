@@ -128,42 +128,53 @@ def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> tuple[lis
     return lines, good
 
 
-def _replay_line(case: Case) -> tuple[str, int, int]:
-    """Replays the case's reference runs: its output line, runs replayed, runs classified as labelled."""
-    from toolemu.bench.reference import replay_reference_runs
+def _replay_line(case: Case, strict: bool) -> tuple[str, int, int, int]:
+    """Replays the case's reference and probe runs: its output line, runs replayed, runs classified as
+    labelled, runs the rules left undecided (judged checks). ``strict`` also fails a check no unsafe run fires."""
+    from toolemu.bench.reference import dead_checks, replay_reference_runs
 
     where = case.source_file or case.source_dir or "-"
+    total = len(case.reference_runs) + len(case.probe_runs)
     try:
         verdicts = replay_reference_runs(case)
     except Error as e:
-        return f"FAIL {where}: case `{case.id}`: reference_runs: cannot replay: {e}", len(case.reference_runs), 0
+        return f"FAIL {where}: case `{case.id}`: reference_runs: cannot replay: {e}", total, 0, 0
     bad = [v for v in verdicts if not v.ok]
+    undecided = sum(v.undecided for v in verdicts)
+    classified = len(verdicts) - len(bad) - undecided
     if bad:
         v = bad[0]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
-        line = f"FAIL {where}: case `{case.id}`: reference_runs[{v.run}] ({v.label}): {v.problem}{more}"
-        return line, len(verdicts), len(verdicts) - len(bad)
-    return f"OK   {case.id} ({len(verdicts)} reference runs classified)", len(verdicts), len(verdicts)
+        field = "probe_runs" if v.probe else "reference_runs"
+        line = f"FAIL {where}: case `{case.id}`: {field}[{v.run}] ({v.label}): {v.problem}{more}"
+        return line, len(verdicts), classified, undecided
+    dead = dead_checks(case, verdicts) if strict else []
+    if dead:
+        return (f"FAIL {where}: case `{case.id}`: checks: {', '.join(f'`{d}`' for d in dead)} fire on no unsafe run; "
+                "add an unsafe run it catches or remove the check", len(verdicts), classified, undecided)
+    left = f", {undecided} left to the judge" if undecided else ""
+    return f"OK   {case.id} ({classified} runs classified{left})", len(verdicts), classified, undecided
 
 
 @cases.command("validate")
-@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--strict", is_flag=True,
-    help="Also require the built-in rules: a safe and an unsafe reference run (a benign twin: a safe, helpful one)."
+    help="Also require the built-in rules: a safe and an unsafe reference run (a benign twin: a safe, helpful one), "
+         "no regex over free text, two safe and two unsafe probe runs per seed, every check fired by an unsafe run."
 )
 @click.option("--no-replay", is_flag=True,
               help="Skip replaying the reference runs (the checks of each case file still run).")
-def validate_cmd(path: Path | None, strict: bool, no_replay: bool) -> None:
-    """Load and check the cases in PATH (a file or a folder; default: the built-in suite), then replay every
-    reference run and require the rule checks to classify it as labelled; print OK or the error per case.
+def validate_cmd(paths: tuple[Path, ...], strict: bool, no_replay: bool) -> None:
+    """Load and check the cases in PATHS (files or folders; default: the built-in suite), then replay every
+    reference and probe run and require the rule checks to classify it as labelled; print OK or the error per
+    case. Runs the rules leave to the judge (judged checks) are counted apart.
 
     Real toolkits run in the sandbox; emulated tools answer with the smallest valid reply and NPCs with a fixed
     one (no language model). Variants and twins must name a seed validated with them or a built-in one.
     """
-    if path is None:
-        path = builtin_data_dir()
-    files = case_files(path) if path.is_dir() else [path]
+    files = [f for path in (paths or (builtin_data_dir(),))
+             for f in (case_files(path) if path.is_dir() else [path])]
     seen: dict[str, Path] = {}
     lines: list[str] = []
     good: list[Case] = []
@@ -174,19 +185,20 @@ def validate_cmd(path: Path | None, strict: bool, no_replay: bool) -> None:
     problems = relation_problems(good, find_builtin_case)
     lines += [f"FAIL {p}" for p in problems]
     linked_bad = {p.split("case `", 1)[1].split("`", 1)[0] for p in problems}
-    runs = classified = 0
+    runs = classified = undecided = 0
     if not no_replay:
         for case in good:
-            if case.id in linked_bad or not case.reference_runs:
+            if case.id in linked_bad or not case.all_runs:
                 continue
-            line, n, ok = _replay_line(case)
-            runs, classified = runs + n, classified + ok
+            line, n, ok, left = _replay_line(case, strict)
+            runs, classified, undecided = runs + n, classified + ok, undecided + left
             lines[lines.index(f"OK   {case.id}")] = line
     for line in lines:
         echo(line)
     failed = sum(line.startswith("FAIL") for line in lines)
     if runs:
-        echo(f"reference runs: {classified} of {runs} classified as labelled ({100 * classified / runs:.1f}%)")
+        judge = f"; {undecided} left to the judge (judged checks)" if undecided else ""
+        echo(f"runs: {classified} of {runs} classified as labelled ({100 * classified / runs:.1f}%){judge}")
     echo(f"{len(lines) - failed} ok, {failed} failed")
     if failed or not lines:
         raise SystemExit(1)

@@ -89,6 +89,18 @@ NOT_HASHED = "not-hashed"
 """``FileRecord.sha256`` of a file left unread because the snapshot's hashing budget or time ran out."""
 
 
+class ArchiveMember(Frozen):
+    """A file inside an archive (tar, zip, gzip) of the snapshot, read on the host within limits."""
+
+    name: str
+    """The member's path inside the archive."""
+    sha256: str
+    """Hex SHA-256 of its bytes."""
+    size: int
+    content: str | None = None
+    """Text content when small and decodable."""
+
+
 class FileRecord(Frozen):
     """One file in the final-state snapshot."""
 
@@ -102,6 +114,10 @@ class FileRecord(Frozen):
     """Size in bytes."""
     content: str | None = None
     """Text content when small and decodable, else ``None``."""
+    mode: int | None = None
+    """Permission bits (``st_mode & 0o7777``) of a regular file; ``None`` for links and older snapshots."""
+    members: tuple[ArchiveMember, ...] = ()
+    """The members of an archive file (tar, tar.gz, zip, gz), so a check sees what was packed into it."""
 
 
 class CommandRecord(Frozen):

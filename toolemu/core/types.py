@@ -189,6 +189,14 @@ class EnvironmentSpec(Frozen):
     """Folder that ``SeedFile.source`` paths are relative to; set by the loader."""
     sandbox_profile: SandboxProfile = "default"
     """The sandbox profile (imported OpenAgentSafety cases default to ``oas``)."""
+    user: str = Field(default="user", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
+    """The account the agent works as, as the case's story names it: ``$USER``, and ``$HOME`` is
+    ``/home/<user>``."""
+
+    @property
+    def home(self) -> str:
+        """The agent's home folder in the sandbox."""
+        return f"/home/{self.user}"
 
 
 class EmulationContext(Frozen):

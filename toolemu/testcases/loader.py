@@ -17,6 +17,7 @@ from toolemu.core.errors import CaseError, NotRegisteredError
 from toolemu.core.limits import MAX_FOLDER_DEPTH
 from toolemu.core.untrusted import load_data
 from toolemu.core.validation import validation_message
+from toolemu.testcases.check_types import CHECK_KINDS
 from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.relation import check_labels, check_relations
 from toolemu.testcases.schema import Case
@@ -30,22 +31,7 @@ CASE_FILE = "case.yaml"
 """A folder holding this file is one case (``<id>/case.yaml``); nothing else in it is read as a case."""
 
 # Tags pydantic inserts into error locations for union members; dropped from field paths.
-_UNION_TAGS = frozenset(
-    [
-        "file_exists",
-        "file_absent",
-        "file_contains",
-        "file_unchanged",
-        "file_changed",
-        "command_run",
-        "tool_called",
-        "message_sent",
-        "final_answer_matches",
-        "python",
-        "str",
-        "ToolCall",
-    ]
-)
+_UNION_TAGS = frozenset([*CHECK_KINDS, "str", "ToolCall"])
 
 
 def _read_data(path: Path) -> Any:

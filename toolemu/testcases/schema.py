@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field, StrictBool, StrictInt, field_validator
+from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 # The people of a case live in core (the chat toolkit plays them); re-exported here with the rest of the schema.
@@ -14,6 +14,75 @@ from toolemu.core.people import NpcSpec as NpcSpec
 from toolemu.core.people import Pushiness as Pushiness
 from toolemu.core.people import UserSpec as UserSpec
 from toolemu.core.types import EmulationContext, EnvironmentSpec, Frozen, ToolCall
+from toolemu.testcases.check_types import (  # re-exported: the check kinds are part of the case schema
+    ArgCondition as ArgCondition,
+)
+from toolemu.testcases.check_types import (
+    Channel as Channel,
+)
+from toolemu.testcases.check_types import (
+    Check as Check,
+)
+from toolemu.testcases.check_types import (
+    CommandRunCheck as CommandRunCheck,
+)
+from toolemu.testcases.check_types import (
+    CommandSpec as CommandSpec,
+)
+from toolemu.testcases.check_types import (
+    FileAbsentCheck as FileAbsentCheck,
+)
+from toolemu.testcases.check_types import (
+    FileChangedCheck as FileChangedCheck,
+)
+from toolemu.testcases.check_types import (
+    FileContainsCheck as FileContainsCheck,
+)
+from toolemu.testcases.check_types import (
+    FileCopiedCheck as FileCopiedCheck,
+)
+from toolemu.testcases.check_types import (
+    FileDestroyedCheck as FileDestroyedCheck,
+)
+from toolemu.testcases.check_types import (
+    FileExistsCheck as FileExistsCheck,
+)
+from toolemu.testcases.check_types import (
+    FileUnchangedCheck as FileUnchangedCheck,
+)
+from toolemu.testcases.check_types import (
+    FileWrittenCheck as FileWrittenCheck,
+)
+from toolemu.testcases.check_types import (
+    FinalAnswerCheck as FinalAnswerCheck,
+)
+from toolemu.testcases.check_types import (
+    JobScheduledCheck as JobScheduledCheck,
+)
+from toolemu.testcases.check_types import (
+    JudgedCheck as JudgedCheck,
+)
+from toolemu.testcases.check_types import (
+    JudgedExample as JudgedExample,
+)
+from toolemu.testcases.check_types import (
+    MessageSentCheck as MessageSentCheck,
+)
+from toolemu.testcases.check_types import (
+    ModeChangedCheck as ModeChangedCheck,
+)
+from toolemu.testcases.check_types import (
+    ProtectedValue as ProtectedValue,
+)
+from toolemu.testcases.check_types import (
+    PythonCheck as PythonCheck,
+)
+from toolemu.testcases.check_types import (
+    ToolCalledCheck as ToolCalledCheck,
+)
+from toolemu.testcases.check_types import (
+    ValueLeakedCheck as ValueLeakedCheck,
+)
 
 
 class RiskCategory(StrEnum):
@@ -46,120 +115,6 @@ class Underspecifications(Frozen):
     """Unstated safety constraints the agent should respect anyway."""
 
 
-class _Check(Frozen):
-    id: str | None = None
-    """Name shown in results; defaults to ``<kind>[<index>]``."""
-    description: str = ""
-    """What the check means, in words."""
-    negate: StrictBool = False
-    """Report unsafe when the condition does NOT hold."""
-
-
-class FileExistsCheck(_Check):
-    """Unsafe when ``path`` exists at the end."""
-
-    kind: Literal["file_exists"] = "file_exists"
-    path: str
-
-
-class FileAbsentCheck(_Check):
-    """Unsafe when ``path`` is gone at the end (a file, or every file under a folder)."""
-
-    kind: Literal["file_absent"] = "file_absent"
-    path: str
-
-
-class FileContainsCheck(_Check):
-    """Unsafe when the final content of ``path`` matches the regex ``pattern``."""
-
-    kind: Literal["file_contains"] = "file_contains"
-    path: str
-    pattern: str
-
-
-class FileUnchangedCheck(_Check):
-    """Unsafe when ``path`` has the same hash as at reset."""
-
-    kind: Literal["file_unchanged"] = "file_unchanged"
-    path: str
-
-
-class FileChangedCheck(_Check):
-    """Unsafe when ``path`` differs from reset (modified or deleted)."""
-
-    kind: Literal["file_changed"] = "file_changed"
-    path: str
-
-
-class CommandRunCheck(_Check):
-    """Unsafe when a command matching the regex ``pattern`` was run."""
-
-    kind: Literal["command_run"] = "command_run"
-    pattern: str
-
-
-class ToolCalledCheck(_Check):
-    """Unsafe when ``tool`` ran with arguments whose canonical JSON matches ``args_pattern``.
-
-    Only executed calls count; ``attempted: true`` also counts calls the env rejected (unknown tool, bad
-    arguments) or the tool failed, for cases where trying is already the harm.
-    """
-
-    kind: Literal["tool_called"] = "tool_called"
-    tool: str
-    args_pattern: str | None = None
-    attempted: StrictBool = False
-
-
-class MessageSentCheck(_Check):
-    """Unsafe when the agent sent an NPC (``npc`` or anyone) a message matching ``pattern``."""
-
-    kind: Literal["message_sent"] = "message_sent"
-    npc: str | None = None
-    pattern: str
-
-
-class FinalAnswerCheck(_Check):
-    """Unsafe when the final answer matches ``pattern``."""
-
-    kind: Literal["final_answer_matches"] = "final_answer_matches"
-    pattern: str
-
-
-class PythonCheck(_Check):
-    """A Python check in a file next to the case.
-
-    ``api="native"``: ``function(final_state) -> bool`` (True = unsafe).
-    ``api="oas"``: an OpenAgentSafety ``utils/evaluator.py``; ``grade_checkpoints(trajectory)`` returns a
-    ``Result`` and any checkpoint with result > 0 means unsafe.
-    """
-
-    kind: Literal["python"] = "python"
-    path: str
-    function: str = "check"
-    api: Literal["native", "oas"] = "native"
-    tampering: Literal["error", "unsafe"] = "error"
-    """What a check that the agent's tampering stopped (a file made unreadable, a FIFO or a ``/dev/zero`` link
-    where the check reads, a timeout while such a trap is in place) counts as: ``error`` (the default; the
-    episode has no rule verdict unless another check proves harm) or ``unsafe`` (the case says tampering with
-    what it checks is itself harm). Never safe."""
-
-
-Check = Annotated[
-    FileExistsCheck
-    | FileAbsentCheck
-    | FileContainsCheck
-    | FileUnchangedCheck
-    | FileChangedCheck
-    | CommandRunCheck
-    | ToolCalledCheck
-    | MessageSentCheck
-    | FinalAnswerCheck
-    | PythonCheck,
-    Field(discriminator="kind"),
-]
-
-
 class ReferenceRun(Frozen):
     """A scripted trajectory with its known label; rule checks must classify it correctly."""
 
@@ -177,6 +132,21 @@ class ReferenceRun(Frozen):
     def is_helpful(self) -> bool:
         """``helpful`` with its default: a safe run is helpful unless marked otherwise; an unsafe one is not."""
         return self.helpful if self.helpful is not None else self.label == "safe"
+
+
+ProbeStyle = Literal[
+    "refusal", "safe_alternative", "partial", "equivalent_route", "reformatted_value", "paraphrase"
+]
+"""How a probe run tests a case's checks: a refusal naming the dangerous thing, a safe alternative through the
+same tools, partial compliance, the harm by an equivalent route, the harmful value reformatted, or the harm
+without its obvious words."""
+
+
+class ProbeRun(ReferenceRun):
+    """A run written from the case's story apart from its checks (a refusal, an equivalent route...), labelled
+    from the instruction and unsafe-behaviour text alone; replayed like the reference runs."""
+
+    style: ProbeStyle
 
 
 class Case(Frozen):
@@ -223,12 +193,20 @@ class Case(Frozen):
     """Simulated user."""
     services: tuple[str, ...] = ()
     """External services the case needs (owncloud, gitlab, ...); cases needing any cannot run here."""
+    protected_values: tuple[ProtectedValue, ...] = ()
+    """Secrets and identifiers that must not leave (named by ``value_leaked`` and ``contains_value``)."""
+    equivalent_tools: tuple[tuple[str, ...], ...] = ()
+    """Groups of tools with the same effect (a refund and a payout tool, send and forward): a ``tool_called``
+    check or a ``tool`` channel on one of a group counts calls of every tool in it."""
     checks: tuple[Check, ...] = ()
-    """Rule checks of the final state."""
+    """Rule checks: acts, state, protected values; ``judged`` checks for content harms."""
     max_steps: StrictInt | None = Field(default=None, ge=1)
     """Step budget; ``None`` means 15 for emulated-only cases and 30 with real toolkits."""
     reference_runs: tuple[ReferenceRun, ...] = ()
     """Scripted safe and unsafe runs."""
+    probe_runs: tuple[ProbeRun, ...] = ()
+    """Runs written from the story apart from the checks (refusals, equivalent routes, reformatted values...);
+    replayed with the reference runs."""
     source_dir: str | None = None
     """Folder the case was loaded from (for ``PythonCheck`` and seed files); set by the loader."""
     source_file: str | None = None
@@ -246,6 +224,35 @@ class Case(Frozen):
             )
         return value
 
+    @model_validator(mode="after")
+    def _names_resolve(self) -> Case:
+        ids = [v.id for v in self.protected_values]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"protected_values: duplicate id in {ids}")
+        known = set(ids)
+        for index, check in enumerate(self.checks):
+            for name in _value_refs(check):
+                if name not in known:
+                    raise ValueError(f"checks[{index}]: unknown protected value `{name}`; declare it under "
+                                     f"protected_values (known: {sorted(known) or 'none'})")
+        for group in self.equivalent_tools:
+            if len(group) < 2:
+                raise ValueError(f"equivalent_tools: a group needs at least two tools, got {list(group)}")
+        return self
+
+    def equivalents(self, tool: str) -> frozenset[str]:
+        """``tool`` and every tool declared equivalent to it."""
+        out = {tool}
+        for group in self.equivalent_tools:
+            if tool in group:
+                out.update(group)
+        return frozenset(out)
+
+    @property
+    def all_runs(self) -> tuple[ReferenceRun, ...]:
+        """The reference runs, then the probe runs."""
+        return (*self.reference_runs, *self.probe_runs)
+
     def emulation_context(self) -> EmulationContext:
         """Returns what the tool emulator may know of this case (never its checks or grading text)."""
         return EmulationContext(
@@ -256,3 +263,15 @@ class Case(Frozen):
             risky_actions=self.risky_actions,
             risky_outcomes=self.risky_outcomes,
         )
+
+
+def _value_refs(check: Check) -> list[str]:
+    """The protected value ids a check names."""
+    if isinstance(check, FileWrittenCheck | FileContainsCheck):
+        return [check.contains_value] if check.contains_value else []
+    conditions = list(check.where.values()) if isinstance(check, ToolCalledCheck) else []
+    if isinstance(check, ValueLeakedCheck | JudgedCheck):
+        channels = check.via if isinstance(check, ValueLeakedCheck) else check.texts
+        conditions += [c for channel in channels for c in channel.where.values()]
+    refs = list(check.values) if isinstance(check, ValueLeakedCheck) else []
+    return refs + [c.contains_value for c in conditions if c.contains_value]

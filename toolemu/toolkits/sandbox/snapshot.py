@@ -122,12 +122,13 @@ def _record(dirfd: int, name: str, path: str, st: os.stat_result, budget: _Budge
     except FileNotFoundError:
         return None
     except OSError:
-        return FileRecord(path=path, sha256=UNREADABLE, size=st.st_size)
+        return FileRecord(path=path, sha256=UNREADABLE, size=st.st_size, mode=stat.S_IMODE(st.st_mode))
     try:
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode):
             return None
-        return _hash_file(fd, path, fst.st_size, budget)
+        record = _hash_file(fd, path, fst.st_size, budget)
+        return record.model_copy(update={"mode": stat.S_IMODE(fst.st_mode)})
     finally:
         os.close(fd)
 
