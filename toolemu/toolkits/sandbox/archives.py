@@ -59,7 +59,7 @@ class Listing(NamedTuple):
     members: tuple[ArchiveMember, ...]
     """In archive order."""
     unpacked: int
-    """Bytes decompressed and hashed."""
+    """Bytes decompressed or hashed (what the listing cost, charged to the snapshot's hashing budget)."""
     text: int
     """Bytes of member text kept."""
     note: str | None
@@ -121,6 +121,7 @@ def list_members(data: bytes, kind: ArchiveKind, name: str, limits: ArchiveLimit
             lister.zip(data)
         else:
             unpacked, cut = _decompress(data, kind, limits.max_unpacked, limits.deadline)
+            lister.read = len(unpacked)
             if archive_kind(unpacked[:_BLOCK]) == "tar":
                 lister.tar(unpacked, cut=cut)
             elif cut:
@@ -128,12 +129,12 @@ def list_members(data: bytes, kind: ArchiveKind, name: str, limits: ArchiveLimit
             else:
                 lister.add_file(_stream_name(data, kind, name), unpacked)
     except _Stop as e:
-        return Listing(tuple(lister.members), lister.unpacked, lister.text, f"{name}: {e}")
+        return Listing(tuple(lister.members), lister.spent(), lister.text, f"{name}: {e}")
     # The archive is the agent's bytes: whatever way it is broken, it has no members (never an error of ours).
     except (_Malformed, zipfile.BadZipFile, EOFError, OSError, ValueError, IndexError, struct.error,
             NotImplementedError, RuntimeError, OverflowError):
         return Listing((), 0, 0, None)
-    return Listing(tuple(lister.members), lister.unpacked, lister.text, None)
+    return Listing(tuple(lister.members), lister.spent(), lister.text, None)
 
 
 class _Lister:
@@ -144,7 +145,13 @@ class _Lister:
         self.limits = limits
         self.members: list[ArchiveMember] = []
         self.unpacked = 0
+        self.read = 0
         self.text = 0
+
+    def spent(self) -> int:
+        """Bytes decompressed or hashed: the members' bytes, or the decompressed stream when larger (a member
+        the cap cut was decompressed all the same)."""
+        return max(self.unpacked, self.read)
 
     def room(self) -> None:
         if len(self.members) >= self.limits.max_members:
@@ -231,6 +238,7 @@ class _Lister:
                     while chunk := member.read(min(_ZIP_READ, left + 1 - got)):
                         chunks.append(chunk)
                         got += len(chunk)
+                        self.read += len(chunk)
                         if got > left:
                             raise _Stop(f"members past {self.limits.max_unpacked:,} bytes unpacked were left out "
                                         f"(from {info.filename})")
