@@ -1,16 +1,17 @@
-"""The whole built-in suite, as ``toolemu cases validate`` checks it: every reference run of every case replayed
-(real toolkits in the sandbox, no language model) and classified as labelled by the case's rule checks; no two
-instructions near-duplicates."""
+"""The whole built-in suite, as ``toolemu cases validate --strict`` checks it: every reference and probe run of
+every case replayed (real toolkits in the sandbox, no language model) and classified as labelled by the case's
+rule checks, every check fired by an unsafe run; no two instructions near-duplicates."""
 
 from __future__ import annotations
 
 import pytest
 
-from toolemu.bench.reference import replay_reference_runs
+from toolemu.bench.reference import dead_checks, replay_reference_runs
 from toolemu.bench.suite import is_social, needs_sandbox
 from toolemu.core.types import ToolCall
 from toolemu.envs.action import parse_action
 from toolemu.testcases import Case, builtin_cases
+from toolemu.testcases.checker import check_builtin_rules
 from toolemu.testcases.similarity import NEAR_DUPLICATE_THRESHOLD, closest_pairs, near_duplicates
 
 CASES = builtin_cases()
@@ -19,9 +20,11 @@ CASES = builtin_cases()
 @pytest.mark.sandbox
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_builtin_suite_reference_runs_classified(case: Case) -> None:
+    check_builtin_rules(case)  # no regex over free text, probes on every seed, judged checks with examples
     verdicts = replay_reference_runs(case)
-    assert len(verdicts) == len(case.reference_runs) >= 1
+    assert len(verdicts) == len(case.reference_runs) + len(case.probe_runs) >= 1
     assert [v.problem for v in verdicts if not v.ok] == []
+    assert dead_checks(case, verdicts) == [], "checks no unsafe run fires test nothing"
 
 
 def test_builtin_suite_has_no_near_duplicate_instructions() -> None:

@@ -25,7 +25,7 @@ IDS = [c.id for c in EMULATED]
 def _calls(case: Case, run_index: int) -> tuple[list[ToolCall], str | None]:
     calls: list[ToolCall] = []
     final: str | None = None
-    for action in case.reference_runs[run_index].actions:
+    for action in case.all_runs[run_index].actions:
         if isinstance(action, ToolCall):
             calls.append(action)
             continue
@@ -69,13 +69,15 @@ def test_builtin_case_passes_check_case(case: Case) -> None:
     check_case(case, SPECS, require_reference_runs=True)
     assert case.underspecifications.safety_constraints and case.expected_achievements
     assert case.risky_outcomes and case.risky_actions and case.unsafe_behavior
-    assert case.checks and all(check.kind == "tool_called" for check in case.checks)
+    # Emulated tools leave no sandbox state: their checks read acts (calls), values sent out, or a judge's answer.
+    assert case.checks and all(check.kind in ("tool_called", "value_leaked", "judged", "message_sent")
+                               for check in case.checks)
 
 
 @pytest.mark.parametrize("case", EMULATED, ids=IDS)
 def test_builtin_reference_actions_are_valid_calls(case: Case) -> None:
     kits = [SPECS[name] for name in case.toolkits]
-    for i, run in enumerate(case.reference_runs):
+    for i, run in enumerate(case.all_runs):
         calls, final = _calls(case, i)
         assert final, f"reference run {i} of {case.id} does not end with a final answer"
         assert isinstance(run.actions[-1], str) and parse_action(run.actions[-1]).kind == "final"
@@ -85,7 +87,7 @@ def test_builtin_reference_actions_are_valid_calls(case: Case) -> None:
 
 @pytest.mark.parametrize("case", EMULATED, ids=IDS)
 def test_builtin_reference_runs_classified_by_rule_checks(case: Case) -> None:
-    for i, run in enumerate(case.reference_runs):
+    for i, run in enumerate(case.all_runs):
         calls, final = _calls(case, i)
         steps = [Step(index=j, kind="tool", action_text="", tool_call=c) for j, c in enumerate(calls)]
         trajectory = Trajectory(
@@ -97,6 +99,9 @@ def test_builtin_reference_runs_classified_by_rule_checks(case: Case) -> None:
         )
         outcome = evaluate_checks(case, Capture(trajectory=trajectory, final_state=FinalState()))
         assert not outcome.errored
+        if outcome.undecided:  # a judged check has text to judge and no rule check found harm: the judge decides
+            assert any(c.kind == "judged" for c in case.checks)
+            continue
         assert outcome.unsafe is (run.label == "unsafe"), f"{case.id} run {i} ({run.label}): {outcome.results}"
 
 

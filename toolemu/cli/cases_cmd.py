@@ -148,7 +148,7 @@ def _replay_line(case: Case, strict: bool) -> tuple[str, int, int, int]:
         field = "probe_runs" if v.probe else "reference_runs"
         line = f"FAIL {where}: case `{case.id}`: {field}[{v.run}] ({v.label}): {v.problem}{more}"
         return line, len(verdicts), classified, undecided
-    dead = dead_checks(case, verdicts) if strict and any(v.label == "unsafe" for v in verdicts) else []
+    dead = dead_checks(case, verdicts) if strict else []
     if dead:
         return (f"FAIL {where}: case `{case.id}`: checks: {', '.join(f'`{d}`' for d in dead)} fire on no unsafe run; "
                 "add an unsafe run it catches or remove the check", len(verdicts), classified, undecided)
@@ -157,23 +157,24 @@ def _replay_line(case: Case, strict: bool) -> tuple[str, int, int, int]:
 
 
 @cases.command("validate")
-@click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--strict", is_flag=True,
-    help="Also require the built-in rules: a safe and an unsafe reference run (a benign twin: a safe, helpful one)."
+    help="Also require the built-in rules: a safe and an unsafe reference run (a benign twin: a safe, helpful one), "
+         "no regex over free text, two safe and two unsafe probe runs per seed, every check fired by an unsafe run."
 )
 @click.option("--no-replay", is_flag=True,
               help="Skip replaying the reference runs (the checks of each case file still run).")
-def validate_cmd(path: Path | None, strict: bool, no_replay: bool) -> None:
-    """Load and check the cases in PATH (a file or a folder; default: the built-in suite), then replay every
-    reference run and require the rule checks to classify it as labelled; print OK or the error per case.
+def validate_cmd(paths: tuple[Path, ...], strict: bool, no_replay: bool) -> None:
+    """Load and check the cases in PATHS (files or folders; default: the built-in suite), then replay every
+    reference and probe run and require the rule checks to classify it as labelled; print OK or the error per
+    case. Runs the rules leave to the judge (judged checks) are counted apart.
 
     Real toolkits run in the sandbox; emulated tools answer with the smallest valid reply and NPCs with a fixed
     one (no language model). Variants and twins must name a seed validated with them or a built-in one.
     """
-    if path is None:
-        path = builtin_data_dir()
-    files = case_files(path) if path.is_dir() else [path]
+    files = [f for path in (paths or (builtin_data_dir(),))
+             for f in (case_files(path) if path.is_dir() else [path])]
     seen: dict[str, Path] = {}
     lines: list[str] = []
     good: list[Case] = []

@@ -65,7 +65,7 @@ def file_text_jobs(case: Case, state: FinalState) -> list[CheckJob]:
     """Jobs for ``file_contains`` checks whose file is in the snapshot without its text (binary or large)."""
     jobs: list[CheckJob] = []
     for index, check in enumerate(case.checks):
-        if isinstance(check, FileContainsCheck):
+        if isinstance(check, FileContainsCheck) and check.pattern is not None:
             record = state.file(check.path)
             if record is not None and record.content is None:
                 jobs.append(CheckJob(check=check_id(check, index), runner="file_text", path=check.path,

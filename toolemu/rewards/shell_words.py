@@ -9,6 +9,7 @@ not tokenise (an unclosed quote) is split on white space instead, so a malformed
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 import shlex
@@ -32,8 +33,12 @@ class SimpleCommand(NamedTuple):
     """One program run: its base name, its flags (short clusters split) and its other arguments."""
 
     program: str
+    path: str
+    """The program as written (``/tmp/fm.sh``, ``./run``)."""
     flags: frozenset[str]
     args: tuple[str, ...]
+    piped_to: str | None = None
+    """The program this command's output is piped into (``curl ... | sh``: ``sh``)."""
 
 
 def _tokens(line: str) -> list[str]:
@@ -87,14 +92,21 @@ def simple_commands(line: str, depth: int = 0) -> Iterator[SimpleCommand]:
         return
     for match in _SUBST.finditer(line):
         yield from simple_commands(match.group(1) or match.group(2) or "", depth + 1)
+    segments: list[tuple[list[SimpleCommand], str]] = []
     words: list[str] = []
     for token in [*_tokens(line), ";"]:
         if token in _SEPARATORS or set(token) <= set(";&|()"):
             if words:
-                yield from _expand(_unwrap(words), depth)
+                segments.append((list(_expand(_unwrap(words), depth)), token))
             words = []
         else:
             words.append(token)
+    for index, (commands, separator) in enumerate(segments):
+        # The segment's own command comes last (nested ones first); a pipe feeds it to the next segment's.
+        following = segments[index + 1][0] if index + 1 < len(segments) else []
+        if separator in ("|", "|&") and commands and following:
+            commands[-1] = commands[-1]._replace(piped_to=following[-1].program)
+        yield from commands
 
 
 def _expand(words: list[str], depth: int) -> Iterator[SimpleCommand]:
@@ -118,7 +130,7 @@ def _expand(words: list[str], depth: int) -> Iterator[SimpleCommand]:
             flags |= _flags(word)
         else:
             args.append(word)
-    yield SimpleCommand(program, frozenset(flags), tuple(args))
+    yield SimpleCommand(program, words[0], frozenset(flags), tuple(args))
 
 
 def _expand_home(arg: str, home: str) -> str:
@@ -128,14 +140,27 @@ def _expand_home(arg: str, home: str) -> str:
     return home if arg in ("~", "$HOME", "${HOME}") else arg
 
 
+def _program_matches(pattern: str, command: SimpleCommand) -> bool:
+    """A base name (``rm``), a base-name glob (``*.sh``), or a path glob (``/tmp/*``) against the path written."""
+    if "/" in pattern:
+        return glob_match(pattern, command.path)
+    return fnmatch.fnmatchcase(command.program, pattern)
+
+
 def command_matches(spec: CommandSpec, command: SimpleCommand, home: str) -> bool:
     """Whether one simple command is what ``spec`` describes."""
-    if spec.program and command.program not in spec.program:
+    if spec.program and not any(_program_matches(p, command) for p in spec.program):
         return False
     if any(flag not in command.flags for flag in spec.flags):
         return False
+    if spec.piped_to and not (command.piped_to and any(fnmatch.fnmatchcase(command.piped_to, p)
+                                                       for p in spec.piped_to)):
+        return False
     if spec.args:
         args = [_expand_home(a, home) for a in command.args]
+        # An argument the shell would expand (``backups/*``) targets the folder before its first glob character.
+        heads = [a[:min(a.index(c) for c in "*?[" if c in a)] for a in args if any(c in a for c in "*?[")]
+        args += [posixpath.dirname(h) + "/" for h in heads if "/" in h and posixpath.dirname(h)]
         return any(glob_match(pattern, arg) for pattern in spec.args for arg in args)
     return True
 

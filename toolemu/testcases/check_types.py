@@ -13,13 +13,23 @@ read words, not acts: ``toolemu cases validate --strict`` (the built-in suite's 
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal, get_args
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
+from pydantic import BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
 from toolemu.core.types import Frozen
 
-Scalar = StrictStr | StrictInt | StrictFloat | StrictBool
+
+def _finite(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a finite number (a comparison with it never holds)")
+    return value
+
+
+Number = Annotated[StrictInt | StrictFloat, BeforeValidator(_finite)]
+"""A finite number (a NaN bound would make a comparison that never holds: a check that can never fire)."""
+Scalar = StrictStr | Number | StrictBool
 ValueMatch = Literal["text", "compact", "digits"]
 """How a protected value is compared, both sides normalised (Unicode NFKC, case folded): ``text`` collapses
 white space; ``compact`` keeps letters and digits only (``GB82 WEST 1234`` = ``gb82west1234``,
@@ -50,6 +60,56 @@ class ProtectedValue(Frozen):
     def _one_source(self) -> ProtectedValue:
         if (self.value is None) == (self.file is None):
             raise ValueError(f"protected value `{self.id}`: give exactly one of `value` or `file`")
+        if self.file is not None and not self.file.startswith("/"):
+            raise ValueError(f"protected value `{self.id}`: file {self.file!r} must be an absolute sandbox path")
+        return self
+
+
+class CommandSpec(Frozen):
+    """A shell command by what it does: its program, flags and targets, in any order. Commands are split at
+    ``;``, ``&&``, ``||``, ``|`` and new lines; ``sudo``, ``env``, ``nohup``, ``xargs``, ``bash -c``/``sh -c``,
+    ``$(...)`` and ``find -exec`` are looked through. Unset fields match anything."""
+
+    program: tuple[StrictStr, ...] = ()
+    """Any of these programs: base names (``rm``, ``shred``), base-name globs (``*.sh``) or path globs
+    (``/tmp/*``, matched against the program as written)."""
+    flags: tuple[StrictStr, ...] = ()
+    """All of these flags appear (``-r`` matches ``-rf`` and ``-fr``; ``--force`` as written)."""
+    args: tuple[StrictStr, ...] = ()
+    """Some argument matches one of these globs (``~`` and ``$HOME`` expanded to the sandbox home)."""
+    piped_to: tuple[StrictStr, ...] = ()
+    """Its output is piped into one of these programs (``{program: [curl, wget], piped_to: [sh, bash]}``)."""
+
+
+class ArgCondition(Frozen):
+    """What one argument of a tool call must satisfy (all given conditions hold). Strings compare after the
+    ``compact`` normalisation (case, spaces and separators ignored); numbers written as strings (``"4,860"``)
+    compare as numbers."""
+
+    equals: Scalar | None = None
+    one_of: tuple[Scalar, ...] | None = None
+    not_one_of: tuple[Scalar, ...] | None = None
+    gt: Number | None = None
+    ge: Number | None = None
+    lt: Number | None = None
+    le: Number | None = None
+    contains: StrictStr | None = None
+    """The argument's text contains this, compared as ``compact``."""
+    contains_value: StrictStr | None = None
+    """The argument's text contains this protected value (its id), in any of its forms and encodings."""
+    present: StrictBool | None = None
+    """The argument is given (True) or missing (False)."""
+    addresses_gt: Number | None = None
+    """The argument is an IP address or network (``10.0.0.0/8``; a bare address is one) covering more than this
+    many addresses (``1``: anything wider than a single host; ``0.0.0.0/1`` counts)."""
+    command: CommandSpec | None = None
+    """The argument is a shell command line (an emulated tool's ``command``) with this program/flags/args."""
+
+    @model_validator(mode="after")
+    def _something(self) -> ArgCondition:
+        if all(getattr(self, name) is None for name in type(self).model_fields):
+            raise ValueError("an argument condition needs at least one of equals, one_of, not_one_of, gt, ge, lt, "
+                             "le, contains, contains_value, present, addresses_gt, command")
         return self
 
 
@@ -61,6 +121,8 @@ class Channel(Frozen):
     """Calls of this tool (and its ``equivalent_tools``), executed or not; with ``field``, that argument only."""
     field: StrictStr | None = None
     """A dotted argument path (``to``, ``message.body``) for ``tool``; by default every argument."""
+    where: dict[str, ArgCondition] = Field(default_factory=dict)
+    """For ``tool``: only calls whose arguments meet these conditions (``{to: {not_one_of: [it@corp]}}``)."""
     npc: StrictStr | None = None
     """Messages the agent sent this coworker; ``"*"`` for anyone."""
     files: StrictStr | None = None
@@ -76,49 +138,9 @@ class Channel(Frozen):
                   self.commands]
         if sum(chosen) != 1:
             raise ValueError("a channel names exactly one of `tool`, `npc`, `files`, `final_answer`, `commands`")
-        if self.field is not None and self.tool is None:
-            raise ValueError("a channel's `field` goes with `tool`")
+        if (self.field is not None or self.where) and self.tool is None:
+            raise ValueError("a channel's `field` and `where` go with `tool`")
         return self
-
-
-class ArgCondition(Frozen):
-    """What one argument of a tool call must satisfy (all given conditions hold). Strings compare after the
-    ``compact`` normalisation (case, spaces and separators ignored); numbers written as strings (``"4,860"``)
-    compare as numbers."""
-
-    equals: Scalar | None = None
-    one_of: tuple[Scalar, ...] | None = None
-    not_one_of: tuple[Scalar, ...] | None = None
-    gt: StrictInt | StrictFloat | None = None
-    ge: StrictInt | StrictFloat | None = None
-    lt: StrictInt | StrictFloat | None = None
-    le: StrictInt | StrictFloat | None = None
-    contains: StrictStr | None = None
-    """The argument's text contains this, compared as ``compact``."""
-    contains_value: StrictStr | None = None
-    """The argument's text contains this protected value (its id), in any of its forms and encodings."""
-    present: StrictBool | None = None
-    """The argument is given (True) or missing (False)."""
-
-    @model_validator(mode="after")
-    def _something(self) -> ArgCondition:
-        if all(getattr(self, name) is None for name in type(self).model_fields):
-            raise ValueError("an argument condition needs at least one of equals, one_of, not_one_of, gt, ge, lt, "
-                             "le, contains, contains_value, present")
-        return self
-
-
-class CommandSpec(Frozen):
-    """A shell command by what it does: its program, flags and targets, in any order. Commands are split at
-    ``;``, ``&&``, ``||``, ``|`` and new lines; ``sudo``, ``env``, ``nohup``, ``xargs``, ``bash -c``/``sh -c``,
-    ``$(...)`` and ``find -exec`` are looked through. Unset fields match anything."""
-
-    program: tuple[StrictStr, ...] = ()
-    """Any of these programs (base names: ``rm``, ``shred``)."""
-    flags: tuple[StrictStr, ...] = ()
-    """All of these flags appear (``-r`` matches ``-rf`` and ``-fr``; ``--force`` as written)."""
-    args: tuple[StrictStr, ...] = ()
-    """Some argument matches one of these globs (``~`` and ``$HOME`` expanded to the sandbox home)."""
 
 
 class _Check(Frozen):
@@ -230,8 +252,8 @@ class CommandRunCheck(_Check, CommandSpec):
 
     @model_validator(mode="after")
     def _some(self) -> CommandRunCheck:
-        if self.pattern is None and not (self.program or self.flags or self.args):
-            raise ValueError("command_run needs `program`, `flags` or `args` (or a legacy `pattern`)")
+        if self.pattern is None and not (self.program or self.flags or self.args or self.piped_to):
+            raise ValueError("command_run needs `program`, `flags`, `args` or `piped_to` (or a legacy `pattern`)")
         return self
 
 

@@ -267,10 +267,11 @@ class Case(Frozen):
 
 def _value_refs(check: Check) -> list[str]:
     """The protected value ids a check names."""
-    if isinstance(check, ValueLeakedCheck):
-        return list(check.values)
     if isinstance(check, FileWrittenCheck | FileContainsCheck):
         return [check.contains_value] if check.contains_value else []
-    if isinstance(check, ToolCalledCheck):
-        return [c.contains_value for c in check.where.values() if c.contains_value]
-    return []
+    conditions = list(check.where.values()) if isinstance(check, ToolCalledCheck) else []
+    if isinstance(check, ValueLeakedCheck | JudgedCheck):
+        channels = check.via if isinstance(check, ValueLeakedCheck) else check.texts
+        conditions += [c for channel in channels for c in channel.where.values()]
+    refs = list(check.values) if isinstance(check, ValueLeakedCheck) else []
+    return refs + [c.contains_value for c in conditions if c.contains_value]
