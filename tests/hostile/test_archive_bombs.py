@@ -98,6 +98,16 @@ def _tar_flood() -> bytes:
     return out.getvalue()
 
 
+def _zip_directory_flood() -> bytes:
+    """16 MiB of central directory: 350,000 entries, all naming one local header (an overlapping zip)."""
+    local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0, 0, 0, 0, 1, 0) + b"a"
+    entry = struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0) + b"a"
+    count = (SandboxConfig().snapshot_archive_max_bytes - 22 - len(local)) // len(entry)
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, count & 0xFFFF, count & 0xFFFF, len(entry) * count,
+                      len(local), 0)
+    return local + entry * count + end
+
+
 # (id, the archive, the limit's note, members listed)
 BOMBS: list[tuple[str, Callable[[], bytes], str, int]] = [
     (f"{BOUNDED}:gzip-stream-1gib", _gzip_bomb, f"its content passes {CAP:,} bytes unpacked; not listed", 0),
@@ -109,6 +119,8 @@ BOMBS: list[tuple[str, Callable[[], bytes], str, int]] = [
      0),
     (f"{BOUNDED}:zip-10000-members", _zip_flood, "more than 256 members; the rest were left out", 256),
     (f"{BOUNDED}:tar-gz-10000-members", _tar_flood, "more than 256 members; the rest were left out", 256),
+    (f"{BOUNDED}:zip-directory-350000-entries", _zip_directory_flood, "more than 256 members; the rest were left out",
+     256),
 ]
 
 

@@ -8,6 +8,7 @@ import hashlib
 import io
 import lzma
 import os
+import stat
 import tarfile
 import zipfile
 from pathlib import Path
@@ -59,6 +60,15 @@ def _record(snap: Snapshot, name: str) -> FileRecord:
     return record
 
 
+def _zip64(members: dict[str, bytes] = MEMBERS) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            with archive.open(name, "w", force_zip64=True) as member:
+                member.write(data)
+    return out.getvalue()
+
+
 ARCHIVES = {
     "tar": lambda: _tar("w"),
     "tar-pax": lambda: _tar("w", fmt=tarfile.PAX_FORMAT),
@@ -67,6 +77,7 @@ ARCHIVES = {
     "tar.xz": lambda: _tar("w:xz"),
     "zip": lambda: _zip(),
     "zip-stored": lambda: _zip(method=zipfile.ZIP_STORED),
+    "zip64": lambda: _zip64(),
 }
 
 
@@ -176,3 +187,19 @@ def test_snapshot_archive_member_text_counts_against_the_text_budget(tmp_path: P
 def test_snapshot_archive_listing_can_be_turned_off(tmp_path: Path) -> None:
     snap = _snap(tmp_path, {"x.zip": _zip()}, snapshot_archive_max_bytes=0)
     assert _record(snap, "x.zip").members == () and snap.overflow is None
+
+
+def test_snapshot_zip_link_is_named_only_and_an_unread_method_is_said(tmp_path: Path) -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("first.txt", b"one\n")
+        link = zipfile.ZipInfo("passwd")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        archive.writestr(link, b"/etc/passwd")
+        archive.writestr("packed.txt", SECRET, compress_type=zipfile.ZIP_BZIP2)
+        archive.writestr("later.txt", b"later\n")
+    snap = _snap(tmp_path, {"m.zip": out.getvalue()})
+    assert [(m.name, m.sha256) for m in _record(snap, "m.zip").members] == [
+        ("first.txt", _sha(b"one\n")), ("passwd", NOT_A_FILE)]
+    assert snap.overflow == ("archive members not all listed: /workspace/m.zip: member packed.txt is encrypted or "
+                             "compressed with method 12; it and later members were left out")

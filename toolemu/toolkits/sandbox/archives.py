@@ -11,17 +11,28 @@ from __future__ import annotations
 
 import bz2
 import hashlib
-import io
 import lzma
 import posixpath
 import stat
 import struct
 import time
-import zipfile
 import zlib
 from typing import Literal, NamedTuple, Protocol
 
 from toolemu.core.trajectory import NOT_A_FILE, ArchiveMember
+from toolemu.toolkits.sandbox._archive_formats import (
+    BLOCK,
+    DEFLATED,
+    MAX_NAME,
+    STORED,
+    Malformed,
+    checksum_ok,
+    cstring,
+    header_name,
+    pax_path,
+    tar_number,
+    zip_entries,
+)
 
 ArchiveKind = Literal["tar", "zip", "gzip", "bzip2", "xz"]
 """What an archive's magic bytes say it is."""
@@ -30,10 +41,7 @@ XZ_MEMORY_LIMIT = 96 * 1024 * 1024
 """Most memory an xz stream may make its decompressor use (its header chooses the dictionary size)."""
 
 _STEP = 1 << 20  # decompressed bytes per call, so the deadline is looked at between steps
-_BLOCK = 512
 _MAX_META = 64 * 1024  # a GNU long name or a pax header larger than this is malformed
-_MAX_NAME = 4096
-_ZIP_READ = 64 * 1024
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _LATE = "the snapshot time limit passed; later members were left out"
 
@@ -75,10 +83,6 @@ class _Decompressor(Protocol):
     def decompress(self, data: bytes, max_length: int = ...) -> bytes: ...
 
 
-class _Malformed(Exception):
-    """The archive is not what its magic bytes say (corrupt, truncated): it has no members."""
-
-
 class _Stop(Exception):
     """A limit was reached: the members so far stand, and the message says what was left out."""
 
@@ -98,7 +102,7 @@ def archive_kind(head: bytes) -> ArchiveKind | None:
         return "bzip2"
     if head.startswith(_XZ_MAGIC):
         return "xz"
-    if len(head) >= _BLOCK and head[257:262] == b"ustar":
+    if len(head) >= BLOCK and head[257:262] == b"ustar":
         return "tar"
     return None
 
@@ -122,7 +126,7 @@ def list_members(data: bytes, kind: ArchiveKind, name: str, limits: ArchiveLimit
         else:
             unpacked, cut = _decompress(data, kind, limits.max_unpacked, limits.deadline)
             lister.read = len(unpacked)
-            if archive_kind(unpacked[:_BLOCK]) == "tar":
+            if archive_kind(unpacked[:BLOCK]) == "tar":
                 lister.tar(unpacked, cut=cut)
             elif cut:
                 raise _Stop(f"its content passes {limits.max_unpacked:,} bytes unpacked; not listed")
@@ -131,8 +135,7 @@ def list_members(data: bytes, kind: ArchiveKind, name: str, limits: ArchiveLimit
     except _Stop as e:
         return Listing(tuple(lister.members), lister.spent(), lister.text, f"{name}: {e}")
     # The archive is the agent's bytes: whatever way it is broken, it has no members (never an error of ours).
-    except (_Malformed, zipfile.BadZipFile, EOFError, OSError, ValueError, IndexError, struct.error,
-            NotImplementedError, RuntimeError, OverflowError):
+    except (Malformed, EOFError, OSError, ValueError, IndexError, struct.error, OverflowError):
         return Listing((), 0, 0, None)
     return Listing(tuple(lister.members), lister.spent(), lister.text, None)
 
@@ -184,29 +187,29 @@ class _Lister:
         view = memoryview(data)
         pos = 0
         long_name: str | None = None
-        while pos + _BLOCK <= len(data):
-            header = data[pos : pos + _BLOCK]
+        while pos + BLOCK <= len(data):
+            header = data[pos : pos + BLOCK]
             if not header.strip(b"\0"):
                 return  # the end-of-archive blocks
-            if not _checksum_ok(header):
-                raise _Malformed("bad tar header checksum")
-            size = _tar_number(header[124:136])
+            if not checksum_ok(header):
+                raise Malformed("bad tar header checksum")
+            size = tar_number(header[124:136])
             flag = header[156:157]
-            start, end = pos + _BLOCK, pos + _BLOCK + size
-            pos = start + -(-size // _BLOCK) * _BLOCK
+            start, end = pos + BLOCK, pos + BLOCK + size
+            pos = start + -(-size // BLOCK) * BLOCK
             if end > len(data):
                 if cut:
                     raise _Stop(f"members past {self.limits.max_unpacked:,} bytes unpacked were left out")
-                raise _Malformed("tar member runs past the end")
+                raise Malformed("tar member runs past the end")
             if flag in (b"L", b"K", b"x", b"g"):
                 if size > _MAX_META:
-                    raise _Malformed("tar meta header too large")
+                    raise Malformed("tar meta header too large")
                 if flag == b"L":
-                    long_name = _cstring(data[start:end])
+                    long_name = cstring(data[start:end])
                 elif flag == b"x":
-                    long_name = _pax_path(data[start:end]) or long_name
+                    long_name = pax_path(data[start:end]) or long_name
                 continue
-            member, long_name = long_name or _header_name(header), None
+            member, long_name = long_name or header_name(header), None
             if flag == b"5" or (flag in (b"0", b"\0") and member.endswith("/")):
                 continue
             if flag in (b"0", b"\0", b"7"):
@@ -215,36 +218,59 @@ class _Lister:
                 self.add_special(member)
         if cut:
             raise _Stop(f"members past {self.limits.max_unpacked:,} bytes unpacked were left out")
-        raise _Malformed("tar ends without its end-of-archive block (truncated)")
+        raise Malformed("tar ends without its end-of-archive block (truncated)")
 
     def zip(self, data: bytes) -> None:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            for info in archive.infolist():
-                if info.is_dir():
-                    continue
-                self.room()
-                mode = info.external_attr >> 16
-                if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
-                    self.add_special(info.filename)
-                    continue
-                if info.flag_bits & 0x1 or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-                    # zipfile inflates bzip2/lzma members without an output bound; encrypted ones cannot be read
-                    raise _Stop(f"member {info.filename} is encrypted or compressed with method "
-                                f"{info.compress_type}; it and later members were left out")
-                left = self.limits.max_unpacked - self.unpacked
-                chunks: list[bytes] = []
-                got = 0
-                with archive.open(info) as member:
-                    while chunk := member.read(min(_ZIP_READ, left + 1 - got)):
-                        chunks.append(chunk)
-                        got += len(chunk)
-                        self.read += len(chunk)
-                        if got > left:
-                            raise _Stop(f"members past {self.limits.max_unpacked:,} bytes unpacked were left out "
-                                        f"(from {info.filename})")
-                        if time.monotonic() > self.limits.deadline:
-                            raise _Stop(_LATE)
-                self.add_file(info.filename, b"".join(chunks))
+        """Reads the central directory one entry at a time (never all of it: a 16 MiB directory holds 300,000
+        entries) and inflates each stored or deflated member within the cap, checking its CRC."""
+        for entry in zip_entries(data):
+            if entry.name.endswith("/"):
+                continue
+            self.room()
+            if stat.S_IFMT(entry.mode) and not stat.S_ISREG(entry.mode):
+                self.add_special(entry.name)
+                continue
+            if entry.flags & 0x1 or entry.method not in (STORED, DEFLATED):
+                raise _Stop(f"member {entry.name} is encrypted or compressed with method {entry.method}; it and "
+                            "later members were left out")
+            if not data.startswith(b"PK\x03\x04", entry.offset) or entry.offset + 30 > len(data):
+                raise Malformed("zip member without its local header")
+            name_len, extra_len = struct.unpack_from("<HH", data, entry.offset + 26)
+            start = entry.offset + 30 + name_len + extra_len
+            if start + entry.packed > len(data):
+                raise Malformed("zip member runs past the end")
+            packed = data[start : start + entry.packed]
+            left = self.limits.max_unpacked - self.unpacked
+            if entry.method == STORED:
+                content = packed
+            else:
+                content = _inflate(packed, left, self.limits.deadline)
+            self.read += len(content)
+            if len(content) > left:
+                raise _Stop(f"members past {self.limits.max_unpacked:,} bytes unpacked were left out (from "
+                            f"{entry.name})")
+            if len(content) != entry.size or zlib.crc32(content) != entry.crc:
+                raise Malformed("zip member size or CRC does not match")
+            self.add_file(entry.name, content)
+
+
+def _inflate(packed: bytes, cap: int, deadline: float) -> bytes:
+    """A raw deflate stream's output up to ``cap + 1`` bytes (one past the cap says it was cut)."""
+    d = zlib.decompressobj(-zlib.MAX_WBITS)
+    out = bytearray()
+    feed = packed
+    while not d.eof and len(out) <= cap:
+        try:
+            piece = d.decompress(feed, min(_STEP, cap + 1 - len(out)))  # >= 1: 0 would mean "no bound"
+        except zlib.error as e:
+            raise Malformed(str(e)) from e
+        if not piece and d.unconsumed_tail == feed and not d.eof:
+            raise Malformed("deflate stream ends early")
+        out += piece
+        feed = d.unconsumed_tail
+        if time.monotonic() > deadline:
+            raise _Stop(_LATE)
+    return bytes(out)
 
 
 def _new_decompressor(kind: ArchiveKind) -> _Decompressor:
@@ -278,7 +304,7 @@ def _decompress(data: bytes, kind: ArchiveKind, cap: int, deadline: float) -> tu
     """Returns the stream's content up to ``cap`` bytes and whether it was cut there (concatenated streams join).
 
     Raises:
-        _Malformed: The stream is corrupt or ends early.
+        Malformed: The stream is corrupt or ends early.
         _Stop: The deadline passed.
     """
     out = bytearray()
@@ -293,14 +319,14 @@ def _decompress(data: bytes, kind: ArchiveKind, cap: int, deadline: float) -> tu
             except lzma.LZMAError as e:
                 if "memory" in str(e).lower():
                     raise _Stop(f"its xz stream needs more than {XZ_MEMORY_LIMIT // 2**20} MiB; not listed") from e
-                raise _Malformed(str(e)) from e
+                raise Malformed(str(e)) from e
             except (zlib.error, OSError, EOFError) as e:
-                raise _Malformed(str(e)) from e
+                raise Malformed(str(e)) from e
             out += piece
             if len(out) > cap:
                 return bytes(out[:cap]), True
             if not piece and not feed and not d.eof:
-                raise _Malformed("compressed stream ends early")
+                raise Malformed("compressed stream ends early")
             feed = b""
             if time.monotonic() > deadline:
                 raise _Stop(_LATE)
@@ -315,7 +341,7 @@ def _stream_name(data: bytes, kind: ArchiveKind, path: str) -> str:
         pos = 10
         if data[3] & 0x04:
             pos += 2 + int.from_bytes(data[10:12], "little")
-        end = data.find(b"\0", pos, pos + _MAX_NAME)
+        end = data.find(b"\0", pos, pos + MAX_NAME)
         if end > pos:
             return data[pos:end].decode("latin-1")
     base = posixpath.basename(path)
@@ -325,56 +351,3 @@ def _stream_name(data: bytes, kind: ArchiveKind, path: str) -> str:
     return base
 
 
-def _tar_number(field: bytes) -> int:
-    if field[:1] == b"\x80":  # GNU base-256 (positive only)
-        return int.from_bytes(field[1:], "big")
-    text = field.split(b"\0", 1)[0].strip(b" ")
-    if not text:
-        return 0
-    try:
-        return int(text, 8)
-    except ValueError as e:
-        raise _Malformed("bad tar number") from e
-
-
-def _checksum_ok(header: bytes) -> bool:
-    try:
-        stored = _tar_number(header[148:156])
-    except _Malformed:
-        return False
-    blanked = header[:148] + b" " * 8 + header[156:]
-    signed = sum(struct.unpack("512b", blanked))
-    return stored in (sum(blanked), signed)
-
-
-def _cstring(raw: bytes) -> str:
-    text = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-    if len(text) > _MAX_NAME:
-        raise _Malformed("name too long")
-    return text
-
-
-def _header_name(header: bytes) -> str:
-    name = _cstring(header[:100])
-    if header[257:263] == b"ustar\x00":  # POSIX ustar: a prefix folder (GNU uses those bytes for times)
-        prefix = _cstring(header[345:500])
-        if prefix:
-            return f"{prefix}/{name}"
-    return name
-
-
-def _pax_path(meta: bytes) -> str | None:
-    """The ``path`` record of a pax header (``"<len> path=<value>\\n"`` records), read left to right."""
-    pos, path = 0, None
-    while pos < len(meta):
-        space = meta.find(b" ", pos, pos + 20)
-        if space < 0 or not meta[pos:space].isdigit():
-            raise _Malformed("bad pax record")
-        end = pos + int(meta[pos:space])
-        if end <= space + 1 or end > len(meta) or meta[end - 1 : end] != b"\n":
-            raise _Malformed("bad pax record length")
-        key, _, value = meta[space + 1 : end - 1].partition(b"=")
-        if key == b"path":
-            path = _cstring(value)
-        pos = end
-    return path
