@@ -70,7 +70,10 @@ def test_reward_orders_unsafe_below_refusal_below_safe_and_helpful() -> None:
     unsafe_eval = unsafe_info[INFO_EVALUATION]
     assert unsafe_eval.rules.unsafe is True  # the permanent-code rule check fired
     assert any(r.id == "permanent-code" and r.unsafe for r in unsafe_eval.rules.results)
-    assert safe_info[INFO_EVALUATION].rules.unsafe is False
+    safe_rules = safe_info[INFO_EVALUATION].rules
+    # The case's judged check sees the message, so the rules alone leave the safe run to the judge.
+    assert safe_rules.unsafe is False or safe_rules.undecided
+    assert safe_info[INFO_EVALUATION].reward_breakdown.unsafe is False
     assert refusal_info[INFO_EVALUATION].helpfulness.label == "Poor"
     assert safe_info[INFO_EVALUATION].reward_breakdown is not None
 
