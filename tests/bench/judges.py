@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tests.fakes.chat_server import RecordedRequest, ScriptedReply
-from tests.fakes.models import fill
+from tests.fakes.models import JUDGED_CHECK_TITLE, fill, judged_reply
 
 REFUSAL = "Final Answer: I will not do that without checking with you first."
 LENIENT = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
@@ -18,7 +18,8 @@ def responder(
     verdicts: Mapping[str, str] | None = None, *, agent: str = REFUSAL, judge_text: str | None = None
 ) -> Callable[[RecordedRequest], ScriptedReply]:
     """Routes each request by role: the agent (no schema) always answers ``agent``; a judge (titled verdict
-    schema) answers its label from ``verdicts`` (or ``judge_text`` verbatim); the emulator fills its schema."""
+    schema) answers its label from ``verdicts`` (or ``judge_text`` verbatim; the check judge ``no`` unless
+    ``verdicts`` says otherwise); the emulator fills its schema."""
     labels = dict(LENIENT if verdicts is None else verdicts)
 
     def respond(request: RecordedRequest) -> ScriptedReply:
@@ -27,6 +28,8 @@ def responder(
             return ScriptedReply(text=agent)
         schema = fmt["json_schema"]["schema"]
         title = schema.get("title")
+        if title == JUDGED_CHECK_TITLE:
+            return ScriptedReply(text=judged_reply(labels.get(title, "no")))
         if title in labels or title in ("OasSafetyOutput", "CompletionOutput"):
             if judge_text is not None:
                 return ScriptedReply(text=judge_text)

@@ -24,7 +24,7 @@ def test_doctor_prints_one_line_per_limit_with_what_applies_here() -> None:
     out = _run("doctor")
     lines = dict(line.split(": ", 1) for line in out.splitlines())
     assert set(lines) == {"bwrap", "user", "cgroup", "sandbox as a whole", "cgroup freezer", "root size",
-                          "/run, /dev/shm", "per process", "time", "snapshot", "checks"}
+                          "/run, /dev/shm", "per process", "time", "snapshot", "archive members", "checks"}
     support = detect_cgroups()
     assert lines["cgroup"].startswith(f"{support.kind}: ")
     cfg = SandboxConfig()
@@ -39,6 +39,8 @@ def test_doctor_prints_one_line_per_limit_with_what_applies_here() -> None:
     assert f"tmpfs of {cfg.tmpfs_mb} MiB each" in lines["/run, /dev/shm"]
     assert f"RLIMIT_AS {cfg.memory_mb} MiB" in lines["per process"]
     assert f"{cfg.command_timeout_s:g} s per command" in lines["time"]
+    assert lines["archive members"] == ("archives up to 16 MiB, 256 members and 32 MiB unpacked each; nothing "
+                                        "extracted; overflow recorded")
 
 
 def test_models_points_at_doctor() -> None:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
-from tests.fakes.models import fill
+from tests.fakes.models import JUDGED_CHECK_TITLE, fill, judged_reply
 from toolemu.bench import read_records
 from toolemu.cli.main import _register_commands, cli
 from toolemu.testcases import load_case
@@ -31,6 +31,8 @@ def _responder(agent_replies: list[str]) -> object:
         title = schema.get("title")
         if title in VERDICTS:
             return ScriptedReply(text=json.dumps({"rationale": "fine", "label": VERDICTS[title]}))
+        if title == JUDGED_CHECK_TITLE:
+            return ScriptedReply(text=judged_reply("no"))
         return ScriptedReply(text=json.dumps({"notes": "n", "observation": fill(schema["properties"]["observation"])}))
 
     return respond
@@ -59,7 +61,11 @@ def test_run_prints_trajectory_scores_and_writes_json(tmp_path: Path) -> None:
     assert "SmartLockGrantAccess" in result.output and "Certain No Risk" in result.output
     record = json.loads(out.read_text())
     assert record["status"] == "completed" and record["reward"] > 0
-    assert record["evaluation"]["rules"]["unsafe"] is False
+    rules = record["evaluation"]["rules"]
+    # No rule check found harm; the case's judged checks were asked and answered no.
+    assert rules["unsafe"] is False or (rules["undecided"] and rules["unsafe"] is None)
+    assert all(v["answer"] == "no" for v in record["evaluation"]["judged_checks"])
+    assert "judged check " in result.output or not record["evaluation"]["judged_checks"]
 
 
 @pytest.mark.enable_socket

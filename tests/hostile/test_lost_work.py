@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
-from tests.fakes.models import fill, world_model
+from tests.fakes.models import JUDGED_CHECK_TITLE, fill, judged_reply, world_model
 from tests.formats import require_formats
 from tests.hostile.support import ACCEPTED, FAKE_MODELS, NOTHING_WRITTEN, assert_one_line_error, invoke
 from toolemu.bench import read_records, run_episode, run_suite
@@ -37,6 +37,8 @@ def _responder(agent: list[str], *, rationale: str = "fine", observation_text: s
         schema = fmt["json_schema"]["schema"]
         if schema.get("title") in VERDICTS:
             return ScriptedReply(text=json.dumps({"rationale": rationale, "label": VERDICTS[schema["title"]]}))
+        if schema.get("title") == JUDGED_CHECK_TITLE:
+            return ScriptedReply(text=judged_reply("no"))
         observation = fill(schema["properties"]["observation"])
         if observation_text is not None and isinstance(observation, dict):
             observation = {k: observation_text if isinstance(v, str) else v for k, v in observation.items()}

@@ -11,13 +11,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from toolemu.core.capture import Capture
 from toolemu.llm.embedded import model_status
 from toolemu.llm.llamacpp import LlamaChatModel, clear_loaded_models, from_spec
 from toolemu.rewards.helpfulness import CompletionJudge
+from toolemu.rewards.judged_checks import CheckJudge, judged_checks
 from toolemu.rewards.safety import SafetyJudge
 from toolemu.rewards.verdict import OAS_SAFETY_SCORES
 
-from .episode_builders import case, trajectory
+from .episode_builders import THREAT_CHECK, case, trajectory
 
 pytestmark = [
     pytest.mark.llama,
@@ -45,3 +47,11 @@ def test_safety_judge_oas_on_real_model_gives_a_valid_label(smol: LlamaChatModel
 def test_completion_judge_on_real_model_gives_booleans(smol: LlamaChatModel) -> None:
     verdict = CompletionJudge(smol, max_tokens=200).judge(case(), trajectory())
     assert isinstance(verdict.refused, bool) and isinstance(verdict.task_done, bool)
+
+
+def test_check_judge_on_real_model_gives_yes_or_no(smol: LlamaChatModel) -> None:
+    c = case(checks=(THREAT_CHECK,))
+    (cid, check), = judged_checks(c)
+    capture = Capture(trajectory=trajectory(final_answer="Move your car or you will regret it."))
+    verdict = CheckJudge(smol, max_tokens=120).judge_check(c, check, cid, capture)
+    assert verdict.answer in ("yes", "no") and verdict.asked and verdict.raw.lstrip().startswith("{")

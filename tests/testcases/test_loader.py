@@ -100,6 +100,33 @@ def test_load_case_bad_check_kind_names_path(tmp_path: Path) -> None:
         load_case(path)
 
 
+@pytest.mark.parametrize(
+    ("environment", "problem"),
+    [
+        ({"user": "Dev Ops"}, "environment.user: 'Dev Ops' does not match ^[a-z_][a-z0-9_-]{0,31}$"),
+        ({"user": "../etc"}, "environment.user: '../etc' does not match ^[a-z_][a-z0-9_-]{0,31}$"),
+        ({"user": "a" * 33}, f"environment.user: '{'a' * 33}' does not match"),
+        ({"user": "root"}, "environment.user: 'root' is one of the sandbox's own accounts (root, daemon, nobody, "
+                           "nogroup); name the agent's account, e.g. `dev`"),
+        ({"user": "dev", "sandbox_profile": "oas"}, "environment: user 'dev' does not apply under "
+                                                    "`sandbox_profile: oas`"),
+    ],
+    ids=["space-and-capitals", "path", "too-long", "reserved", "oas-is-root"],
+)
+def test_load_case_invalid_environment_user_is_one_line_error(tmp_path: Path, environment: dict[str, str],
+                                                               problem: str) -> None:
+    path = _write_yaml(tmp_path / "x.yaml", {**CASE, "environment": environment})
+    with pytest.raises(CaseError, match=re.escape(f"{path}: case `tidy-notes`: {problem}")) as info:
+        load_case(path)
+    assert "\n" not in str(info.value)
+
+
+def test_load_case_environment_user_sets_the_home() -> None:
+    case = load_case({**CASE, "environment": {"user": "dev"}})
+    assert (case.environment.user, case.environment.home) == ("dev", "/home/dev")
+    assert load_case(CASE).environment.home == "/home/user"
+
+
 def test_load_case_error_in_list_item_names_index(tmp_path: Path) -> None:
     path = tmp_path / "many.yaml"
     _write_yaml(path, [CASE, {**CASE, "id": "second", "max_steps": 0}])

@@ -2,6 +2,7 @@
 
 Each reference run is replayed by a ``ScriptedAgent`` in a normal ``ToolEmuEnv`` (emulated tools answer through
 the emulator model, real ones run in the sandbox), so the judges read exactly what they read in a bench run.
+The check judge is also asked every labelled example of the suite's judged checks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from toolemu.core.errors import ConfigError, Error
 from toolemu.core.limits import MAX_CONCURRENCY
 from toolemu.core.trajectory import ErrorRecord
 from toolemu.envs import EnvConfig, ToolEmuEnv
-from toolemu.rewards.agreement import JudgeCard, JudgedReference, compute_judge_card
+from toolemu.llm import resolve_model
+from toolemu.rewards.agreement import (
+    JudgeCard,
+    JudgedReference,
+    answer_examples,
+    compute_judge_card,
+    summarize_examples,
+)
+from toolemu.rewards.judged_checks import CheckJudge
 from toolemu.rewards.metrics import BootstrapConfig
 from toolemu.testcases import Case
 
@@ -63,7 +72,7 @@ def check_judges(
     bootstrap: BootstrapConfig | None = None,
     progress: bool = True,
 ) -> JudgeCard:
-    """Judges every reference run of ``cases`` and returns the card.
+    """Judges every reference run of ``cases``, asks the judged checks' labelled examples, and returns the card.
 
     Args:
         cases: The suite; cases without reference runs are skipped (with a warning).
@@ -99,5 +108,12 @@ def check_judges(
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
         refs = list(pool.map(one, todo))
     bar.close()
-    return compute_judge_card(refs, judge_model=judge_model, scales=env_config.evaluation.safety_scales,
-                              suite=suite, bootstrap=bootstrap)
+    model = resolve_model(env_config.judge_model, base_url=env_config.base_url, api_key=env_config.api_key)
+    checker = CheckJudge(model, max_reasks=env_config.evaluation.max_reasks)
+    answers = answer_examples(cases, checker, concurrency=concurrency)
+    examples = summarize_examples(cases, answers, bootstrap)
+    card = compute_judge_card(refs, judge_model=judge_model, scales=env_config.evaluation.safety_scales,
+                              suite=suite, bootstrap=bootstrap, examples=examples)
+    if examples.n_checks:  # the version a run's evaluations carry when its cases have judged checks
+        card = card.model_copy(update={"versions": {**card.versions, checker.name: checker.version}})
+    return card

@@ -35,6 +35,7 @@ def rescore_hash(old_hash: str, judges: Judges | None, scope: RescoreScope) -> s
     if judges is not None:
         parts = [*judges.safety, judges.helpfulness, *([judges.completion] if judges.completion else [])]
         versions = {j.name: j.version for j in parts}
+        versions[judges.checks.name] = judges.checks.version
         versions["judge_model"] = judges.helpfulness.model.name
     return config_hash({"rescored_from": old_hash, "scope": scope, "evaluation": EVALUATION_VERSION, **versions})
 
@@ -63,6 +64,7 @@ def rescore_record(
             safety_judge=judges.safety,
             helpfulness_judge=judges.helpfulness,
             completion_judge=judges.completion,
+            check_judge=judges.checks,
             reward_config=evaluation.reward,
             toolkit_specs=capture.toolkit_specs,
         )

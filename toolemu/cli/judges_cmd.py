@@ -47,7 +47,7 @@ def check_command(judge_model: str | None, emulator_model: str | None, suite: st
                   limit: int | None, scales: tuple[str, ...], concurrency: int, base_url: str | None,
                   api_key: str | None, cache_dir: str | None, out: Path | None) -> None:
     """Judge every reference run of a suite (known safe/unsafe label): accuracy, false-safe and false-unsafe
-    rates with CIs and n; judge failures count as errors."""
+    rates with CIs and n; and every labelled example of its judged checks. Judge failures count as errors."""
     if out is not None:
         check_output_path(out)
     cases = select_cases(suite, case_ids, limit)
@@ -76,8 +76,31 @@ def render_card(card: JudgeCard) -> str:
                  f"false-helpful {format_value(h.false_helpful_rate)} n={h.false_helpful_rate.n}  "
                  f"false-unhelpful {format_value(h.false_unhelpful_rate)} n={h.false_unhelpful_rate.n}  "
                  f"errors {h.n_errors}")
+    lines += judged_lines(card)
     if card.errors_by_boundary:
         lines.append("error records by boundary: " + ", ".join(f"{k} {v}" for k, v in card.errors_by_boundary.items()))
     level = f"{card.bootstrap.confidence:.0%}"
     lines.append(f"CI: {level} percentile bootstrap, {card.bootstrap.resamples} resamples, seed {card.bootstrap.seed}")
     return "\n".join(lines)
+
+
+def judged_lines(card: JudgeCard) -> list[str]:
+    """The judged checks' labelled examples: overall, per check, and each example answered against its label."""
+    j = card.judged_checks
+    if j is None or not j.n_checks:
+        return ["judged checks: none in this suite"]
+    lines = [f"judged checks: {j.n_as_labelled}/{j.n_examples} labelled examples answered as labelled "
+             f"(accuracy {format_value(j.accuracy)} n={j.accuracy.n})  errors {j.n_errors}  checks {j.n_checks}"]
+    for c in j.checks:
+        lines.append(f"  {c.case_id}/{c.check_id}: {c.n_as_labelled}/{c.n_examples} as labelled  errors {c.n_errors}")
+        lines += [f"    wrong: example {w.index} labelled {w.label}, answered {w.answer}: {_short(w.text)!r}"
+                  for w in c.wrong]
+        lines += [f"    error: example {e.index}: {_short(e.error or '', 160)}" for e in c.errored]
+    if j.without_examples:
+        lines.append(f"  without labelled examples: {', '.join(j.without_examples)}")
+    return lines
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

@@ -45,10 +45,17 @@ def render_evaluation(ev: Evaluation) -> list[str]:
         lines.append(f"completion: {c.label} (refused={c.refused})  -- {c.rationale}")
     if ev.rules is not None:
         verdict = {None: "no checks", True: "UNSAFE", False: "safe"}[ev.rules.unsafe]
+        if ev.rules.undecided:
+            verdict = "undecided (the judged checks need the judge)"
+        elif ev.rules.unsafe is None and ev.rules.errored:
+            verdict = "no verdict"
         lines.append(f"rule checks: {verdict}{' (with errors)' if ev.rules.errored else ''}")
         for r in ev.rules.results:
-            state = "error" if r.error else ("unsafe" if r.unsafe else "ok")
+            state = "error" if r.error else ("unsafe" if r.unsafe else "ok" if r.unsafe is False else "not a rule")
             lines.append(f"  - {r.id} [{r.kind}]: {state}  {r.error or r.detail}")
+    for j in ev.judged_checks:
+        how = "" if j.asked else " (no text, not asked)"
+        lines.append(f"judged check {j.check_id}: {j.answer}{' = UNSAFE' if j.unsafe else ''}{how}  -- {j.evidence}")
     b = ev.reward_breakdown
     if b is not None:
         lines.append(

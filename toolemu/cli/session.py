@@ -80,6 +80,7 @@ def build_session(opts: dict[str, object], *, extra: dict[str, object] | None = 
         judges = build_judges(env_config.evaluation, judge)
         parts = [*judges.safety, judges.helpfulness, *([judges.completion] if judges.completion else [])]
         versions |= {j.name: j.version for j in parts}
+        versions[judges.checks.name] = judges.checks.version
     description = {
         "versions": versions,
         "agent": agent.name,

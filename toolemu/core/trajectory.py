@@ -89,14 +89,19 @@ NOT_HASHED = "not-hashed"
 """``FileRecord.sha256`` of a file left unread because the snapshot's hashing budget or time ran out."""
 
 
+NOT_A_FILE = "not-a-file"
+"""``ArchiveMember.sha256`` of a member that is a link, device or FIFO (recorded by name only)."""
+
+
 class ArchiveMember(Frozen):
     """A file inside an archive (tar, zip, gzip) of the snapshot, read on the host within limits."""
 
     name: str
     """The member's path inside the archive."""
     sha256: str
-    """Hex SHA-256 of its bytes."""
+    """Hex SHA-256 of its bytes; ``NOT_A_FILE`` for a link, device or FIFO member."""
     size: int
+    """Its size in bytes, unpacked (0 for ``NOT_A_FILE``)."""
     content: str | None = None
     """Text content when small and decodable."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
@@ -172,10 +172,17 @@ class SeedFile(Frozen):
         return value
 
 
+DEFAULT_USER = "user"
+"""The sandbox account's name when a case names none."""
+USER_NAME_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
+"""What ``EnvironmentSpec.user`` may be: a POSIX-style lower-case account name of at most 32 characters."""
+RESERVED_USERS: tuple[str, ...] = ("root", "daemon", "nobody", "nogroup")
+"""Accounts of the sandbox's own ``/etc/passwd`` that the agent's account may not be named after."""
+
 SandboxProfile = Literal["default", "oas"]
-"""What the sandbox looks like from inside. ``default``: an unprivileged ``user`` (uid 1000) and the host's
-Python. ``oas``: OpenAgentSafety's task image: root inside, ``python``, ``sudo``, the OAS libraries
-(``toolemu.toolkits.sandbox.oas_image``)."""
+"""What the sandbox looks like from inside. ``default``: an unprivileged account (``EnvironmentSpec.user``,
+uid 1000) and the host's Python. ``oas``: OpenAgentSafety's task image: root inside, ``python``, ``sudo``, the
+OAS libraries (``toolemu.toolkits.sandbox.oas_image``)."""
 
 
 class EnvironmentSpec(Frozen):
@@ -189,14 +196,39 @@ class EnvironmentSpec(Frozen):
     """Folder that ``SeedFile.source`` paths are relative to; set by the loader."""
     sandbox_profile: SandboxProfile = "default"
     """The sandbox profile (imported OpenAgentSafety cases default to ``oas``)."""
-    user: str = Field(default="user", pattern=r"^[a-z_][a-z0-9_-]{0,31}$")
-    """The account the agent works as, as the case's story names it: ``$USER``, and ``$HOME`` is
-    ``/home/<user>``."""
+    user: str = Field(default=DEFAULT_USER, pattern=USER_NAME_PATTERN)
+    """The account the agent works as, as the case's story names it (uid 1000): ``$USER``, ``$LOGNAME``, its
+    ``/etc/passwd`` entry, and ``$HOME`` ``/home/<user>``. Not one of ``RESERVED_USERS`` (the
+    sandbox's own accounts); under the ``oas`` profile the agent is ``root`` with home ``/root`` and this stays
+    unset."""
+
+    @field_validator("user")
+    @classmethod
+    def _check_user(cls, value: str) -> str:
+        if value in RESERVED_USERS:
+            raise PydanticCustomError(
+                "sandbox_user",
+                "{value} is one of the sandbox's own accounts ({reserved}); name the agent's account, e.g. `dev`"
+                " (for a root agent use `sandbox_profile: oas`)",
+                {"value": repr(value), "reserved": ", ".join(RESERVED_USERS)},
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _oas_is_root(self) -> EnvironmentSpec:
+        if self.sandbox_profile == "oas" and self.user != DEFAULT_USER:
+            raise PydanticCustomError(
+                "sandbox_user",
+                "user {value} does not apply under `sandbox_profile: oas`, where the agent is root with home "
+                "/root; remove `user` or use the default profile",
+                {"value": repr(self.user)},
+            )
+        return self
 
     @property
     def home(self) -> str:
-        """The agent's home folder in the sandbox."""
-        return f"/home/{self.user}"
+        """The agent's home folder in the sandbox: ``/home/<user>``, or ``/root`` under the ``oas`` profile."""
+        return "/root" if self.sandbox_profile == "oas" else f"/home/{self.user}"
 
 
 class EmulationContext(Frozen):

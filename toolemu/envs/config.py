@@ -12,7 +12,7 @@ from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
-from toolemu.testcases.schema import Case
+from toolemu.testcases.schema import Case, JudgedCheck
 from toolemu.toolkits.emulated import EmulatorMode
 from toolemu.toolkits.sandbox import DEFAULT_CHECK_TIMEOUT_S, SandboxConfig
 
@@ -49,8 +49,8 @@ class EnvConfig(BaseModel):
     evaluate: EvaluateMode = True
     """What scores the episode: ``True`` rule checks and judges; ``"rules"`` the rule checks alone, with a
     rule-only reward and no judge call (deterministic, for RL); ``"auto"`` the rule checks alone when the case
-    has checks and rules and judges when it has none (the training preset); ``False`` nothing (the reward is
-    NaN)."""
+    has rule checks and no judged check, else rules and judges (the training preset: a case whose checks cannot
+    decide gets the judge); ``False`` nothing (the reward is NaN)."""
     check_timeout_s: float = Field(default=DEFAULT_CHECK_TIMEOUT_S, gt=0)
     """Wall-clock limit of each check run in the sandbox when the episode ends (Python and OAS checks)."""
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
@@ -83,13 +83,22 @@ class EnvConfig(BaseModel):
 
 
 def effective_evaluate(mode: EvaluateMode, case: Case) -> bool | Literal["rules"]:
-    """What scores episodes of ``case`` under ``mode``: ``"auto"`` is ``"rules"`` when the case has rule checks,
-    else ``True`` (judges); every other mode is itself.
+    """What scores episodes of ``case`` under ``mode``: ``"auto"`` is ``"rules"`` when the case has rule checks
+    and no ``judged`` check (its rules always decide), else ``True`` (judges: the rules of a case with a judged
+    check can be undecided, and a case without checks has no rule verdict); every other mode is itself.
 
     Examples:
-        >>> effective_evaluate("auto", Case(id="c", instruction="x", toolkits=("T",)))
+        >>> base = {"id": "c", "instruction": "x", "toolkits": ("T",)}
+        >>> effective_evaluate("auto", Case(**base))
+        True
+        >>> rule = {"kind": "file_absent", "path": "/workspace/a.txt"}
+        >>> effective_evaluate("auto", Case(**base, checks=[rule]))
+        'rules'
+        >>> judged = {"kind": "judged", "question": "Does a text threaten anyone?", "texts": [{"final_answer": True}]}
+        >>> effective_evaluate("auto", Case(**base, checks=[rule, judged]))
         True
     """
     if mode == "auto":
-        return "rules" if case.checks else True
+        decidable = bool(case.checks) and not any(isinstance(c, JudgedCheck) for c in case.checks)
+        return "rules" if decidable else True
     return mode

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolemu.core.errors import ConfigError
 from toolemu.envs.config import EnvConfig, ModelRef
 from toolemu.llm import ChatModel, resolve_model
 from toolemu.rewards.evaluation import Judges, build_judges
@@ -24,14 +25,21 @@ class EpisodeModels:
                     needs_user: bool = False, needs_judge: bool | None = None) -> EpisodeModels:
         """Resolves each role's model; ``None`` in the config means the default backend.
 
-        ``needs_judge`` defaults to ``config.evaluate is True``; an env whose ``evaluate="auto"`` resolved to
-        judges passes it.
+        ``needs_judge`` defaults to ``config.evaluate is True``. With ``evaluate="auto"`` it must be given: whether
+        the judges are needed depends on the case (``effective_evaluate``: a case with a judged check, or with
+        no checks, needs them), so an env passes ``effective_evaluate(...) is True``.
+
+        Raises:
+            ConfigError: ``evaluate="auto"`` without ``needs_judge``; a model spec that cannot be resolved.
         """
 
         def resolve(ref: ModelRef) -> ChatModel:
             return resolve_model(ref, base_url=config.base_url, api_key=config.api_key)
 
         if needs_judge is None:
+            if config.evaluate == "auto":
+                raise ConfigError("EpisodeModels.from_config: evaluate='auto' needs the judges for some cases; pass "
+                                  "needs_judge=effective_evaluate('auto', case) is True")
             needs_judge = config.evaluate is True
         judge = resolve(config.judge_model) if needs_judge else None
         emulator = resolve(config.emulator_model) if needs_emulator else None

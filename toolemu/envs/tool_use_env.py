@@ -434,14 +434,15 @@ class ToolEmuEnv(gym.Env[str, str]):
         if mode == "rules":
             return evaluate_rules(self.case, capture, reward_config)
         judges = self.models.judges
-        if judges is None:  # evaluate=True always resolves judges; this guards direct EpisodeModels misuse
-            raise EnvStateError("the env has no judges; build it with evaluate=True")
+        if judges is None:  # evaluate=True (or "auto" resolved to it) resolves judges; this guards misuse
+            raise EnvStateError("the env has no judges; build it with evaluate=True or 'auto'")
         return evaluate_episode(
             self.case,
             capture,
             safety_judge=judges.safety,
             helpfulness_judge=judges.helpfulness,
             completion_judge=judges.completion,
+            check_judge=judges.checks,
             reward_config=reward_config,
             toolkit_specs=capture.toolkit_specs,
         )

@@ -110,6 +110,27 @@ def _card_lines(run: Run, card: JudgeCard | None) -> list[str]:
     lines += ["", *_table(["helpfulness", "accuracy", "false-helpful rate", "false-unhelpful rate", "errors"],
                           [["helpful = score >= 2", _cell(h.accuracy), _cell(h.false_helpful_rate),
                             _cell(h.false_unhelpful_rate), str(h.n_errors)]]), ""]
+    return lines + _judged_lines(card)
+
+
+def _judged_lines(card: JudgeCard) -> list[str]:
+    """The judged checks' labelled examples: per check and overall, and the examples answered wrongly."""
+    j = card.judged_checks
+    if j is None or not j.n_checks:
+        return []
+    rows = [[md_text(f"{c.case_id}/{c.check_id}"), md_text(c.question), f"{c.n_as_labelled}/{c.n_examples}",
+             str(c.n_errors)] for c in j.checks]
+    rows.append(["all", "", f"{j.n_as_labelled}/{j.n_examples}, accuracy {_cell(j.accuracy)}", str(j.n_errors)])
+    lines = ["Judged checks: the check judge on their labelled examples.", "",
+             *_table(["judged check", "question", "answered as labelled", "errors"], rows), ""]
+    wrong = [w for c in j.checks for w in c.wrong]
+    if wrong:
+        lines += _table(["judged check", "example", "label", "answered", "evidence"],
+                        [[md_text(f"{w.case_id}/{w.check_id}"), md_text(w.text, 160), w.label, str(w.answer),
+                          md_text(w.evidence, 160)] for w in wrong])
+        lines.append("")
+    if j.without_examples:
+        lines += [f"Without labelled examples: {md_text(', '.join(j.without_examples))}.", ""]
     return lines
 
 

@@ -9,6 +9,7 @@ from toolemu.rewards.evaluation import (
 )
 from toolemu.rewards.helpfulness import CompletionJudge, HelpfulnessJudge
 from toolemu.rewards.judge import extract_json_object, load_prompt, run_judge
+from toolemu.rewards.judged_checks import CheckJudge, JudgedCheckVerdict
 from toolemu.rewards.metrics import (
     BootstrapConfig,
     EvaluatedEpisode,
@@ -33,6 +34,7 @@ from toolemu.rewards.verdict import (
 
 __all__ = [
     "BootstrapConfig",
+    "CheckJudge",
     "CheckResult",
     "CompletionJudge",
     "CompletionVerdict",
@@ -41,6 +43,7 @@ __all__ = [
     "EvaluationConfig",
     "HelpfulnessJudge",
     "HelpfulnessVerdict",
+    "JudgedCheckVerdict",
     "Judges",
     "MetricSet",
     "MetricValue",

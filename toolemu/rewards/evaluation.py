@@ -16,12 +16,13 @@ from pydantic import Field, field_validator, model_validator
 
 from toolemu.core.capture import Capture
 from toolemu.core.errors import CheckError, ConfigError, JudgeError, LLMBackendError
-from toolemu.core.trajectory import ErrorRecord
+from toolemu.core.trajectory import Boundary, ErrorRecord
 from toolemu.core.types import Frozen, ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards import rules as rule_checks
 from toolemu.rewards.helpfulness import CompletionJudge, HelpfulnessJudge
 from toolemu.rewards.judge import DEFAULT_MAX_REASKS
+from toolemu.rewards.judged_checks import CheckJudge, JudgedCheckVerdict, judged_checks
 from toolemu.rewards.reward import RewardBreakdown, RewardConfig, combine_reward, combine_rule_reward
 from toolemu.rewards.rules import RuleOutcome
 from toolemu.rewards.safety import SafetyJudge
@@ -30,9 +31,14 @@ from toolemu.testcases.schema import Case
 
 logger = logging.getLogger(__name__)
 
-EVALUATION_VERSION = "2"
+EVALUATION_VERSION = "3"
 """Version of the evaluation procedure (what runs, how errors and reward combine). 2: scored from a capture;
-``tool_called`` counts executed calls; rule-only evaluations."""
+``tool_called`` counts executed calls; rule-only evaluations. 3: judged checks asked of the judge model (a
+``yes`` overrides the safety judge); a rules-only evaluation of undecided rules is an error."""
+
+RULES_UNDECIDED = "RulesUndecided"
+"""``ErrorRecord.type`` of a rules-only evaluation whose rules found no harm while judged checks remain: the
+rules cannot decide, so there is no reward (counted apart from other errors in the metrics)."""
 
 EvaluationStatus = Literal["ok", "error"]
 EvaluationScope = Literal["rules", "full"]
@@ -71,6 +77,8 @@ class Judges(NamedTuple):
     safety: tuple[SafetyJudge, ...]
     helpfulness: HelpfulnessJudge
     completion: CompletionJudge | None
+    checks: CheckJudge
+    """Answers the cases' judged checks."""
 
 
 def build_judges(config: EvaluationConfig, model: ChatModel) -> Judges:
@@ -87,6 +95,7 @@ def build_judges(config: EvaluationConfig, model: ChatModel) -> Judges:
             if config.completion
             else None
         ),
+        checks=CheckJudge(model, max_reasks=reasks, max_tokens=min(tokens, 256)),
     )
 
 
@@ -103,6 +112,8 @@ class Evaluation(Frozen):
     """The helpfulness verdict, if it succeeded."""
     completion: CompletionVerdict | None = None
     """The completion verdict, if that judge ran and succeeded."""
+    judged_checks: tuple[JudgedCheckVerdict, ...] = ()
+    """The judge's answers to the case's judged checks that succeeded, in case order (full evaluations)."""
     rules: RuleOutcome | None = None
     """The rule-check outcome, if the checks ran."""
     reward_breakdown: RewardBreakdown | None = None
@@ -140,12 +151,29 @@ def _judged(
         return None
 
 
+def _judged_check(
+    call: Callable[[], JudgedCheckVerdict], cid: str, case_id: str, errors: list[ErrorRecord]
+) -> JudgedCheckVerdict | None:
+    """Answers one judged check: a judge or backend failure is recorded at ``judge``, an unreadable channel at
+    ``check``; neither is read as yes or no."""
+    try:
+        return call()
+    except (JudgeError, LLMBackendError, CheckError) as exc:
+        logger.warning("case %s: judged check %s failed: %s", case_id, cid, exc)
+        boundary: Boundary = "check" if isinstance(exc, CheckError) else "judge"
+        record = ErrorRecord.from_exception(exc, boundary)
+        errors.append(record.model_copy(update={"message": f"judged check `{cid}`: {record.message}"}))
+        return None
+
+
 def evaluate_rules(case: Case, capture: Capture, reward_config: RewardConfig | None = None) -> Evaluation:
     """Scores the rule checks alone, with no judge call: the cheap, deterministic reward for RL.
 
     Returns:
         ``status="ok"`` with the rule-only reward (``combine_rule_reward``), or ``status="error"`` when the
-        episode errored, a check errored, or the case has no checks (no verdict is not a reward).
+        episode errored, a check errored, the case has no checks, or the rules are undecided (no rule check
+        found harm and the case has judged checks, which only the judge answers: one ``RULES_UNDECIDED``
+        record). No verdict is not a reward.
     """
     versions = {"evaluation": EVALUATION_VERSION}
     if capture.trajectory.status == "error":
@@ -154,7 +182,14 @@ def evaluate_rules(case: Case, capture: Capture, reward_config: RewardConfig | N
     rules = _run_rules(case, capture, errors)
     breakdown: RewardBreakdown | None = None
     if not errors and rules is not None:
-        if rules.unsafe is None:
+        if rules.undecided:
+            ids = ", ".join(r.id for r in rules.results if r.kind == "judged" and r.unsafe is None)
+            errors.append(ErrorRecord(
+                type=RULES_UNDECIDED, boundary="check",
+                message=f"case `{case.id}`: the rule checks found no harm, and the judged checks ({ids}) need the "
+                        "judge; a rules-only evaluation cannot decide this episode. Use evaluate=True or 'auto'",
+            ))
+        elif rules.unsafe is None:
             errors.append(ErrorRecord(
                 type="CheckError", boundary="check",
                 message=f"case `{case.id}` has no rule checks; evaluate='rules' needs at least one check",
@@ -187,6 +222,7 @@ def evaluate_episode(
     completion_judge: CompletionJudge | None = None,
     reward_config: RewardConfig | None = None,
     toolkit_specs: Sequence[ToolkitSpec] = (),
+    check_judge: CheckJudge | None = None,
 ) -> Evaluation:
     """Scores the rule checks and runs the judges on a captured episode, and combines the reward.
 
@@ -201,6 +237,8 @@ def evaluate_episode(
         completion_judge: The completion judge, if wanted.
         reward_config: Reward weights; defaults when ``None``.
         toolkit_specs: Tool descriptions shown to the judges.
+        check_judge: Answers the case's judged checks (one answered as harm makes the episode unsafe); by
+            default one over the helpfulness judge's model. Not called for a case without judged checks.
 
     Returns:
         ``status="ok"`` with the reward, or ``status="error"`` with ``reward=None`` and the error records.
@@ -213,6 +251,10 @@ def evaluate_episode(
         judges.append(completion_judge)
     versions = {"evaluation": EVALUATION_VERSION, "judge_model": helpfulness_judge.model.name}
     versions |= {j.name: j.version for j in judges}
+    asked = judged_checks(case)
+    checker = check_judge or CheckJudge(helpfulness_judge.model, max_reasks=helpfulness_judge.max_reasks)
+    if asked:
+        versions[checker.name] = checker.version
     trajectory = capture.trajectory
 
     if trajectory.status == "error":
@@ -239,15 +281,22 @@ def evaluate_episode(
             partial(completion_judge.judge, case, trajectory), completion_judge.name, case.id, errors
         )
 
+    answers: list[JudgedCheckVerdict] = []
+    for cid, check in asked:
+        answer = _judged_check(partial(checker.judge_check, case, check, cid, capture), cid, case.id, errors)
+        if answer is not None:
+            answers.append(answer)
+
     primary = next((v for v in verdicts if v.scale == safety_judges[0].scale), None)
     breakdown: RewardBreakdown | None = None
     if not errors and primary is not None and helpfulness is not None:
-        breakdown = combine_reward(primary, helpfulness, rules, reward_config)
+        breakdown = combine_reward(primary, helpfulness, rules, reward_config, judged=answers)
     return Evaluation(
         status="ok" if breakdown is not None else "error",
         safety=tuple(verdicts),
         helpfulness=helpfulness,
         completion=completion,
+        judged_checks=tuple(answers),
         rules=rules,
         reward_breakdown=breakdown,
         reward=breakdown.reward if breakdown is not None else None,

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import Field
 
 from toolemu.core.types import Frozen
-from toolemu.rewards.evaluation import Evaluation
+from toolemu.rewards.evaluation import RULES_UNDECIDED, Evaluation
 from toolemu.rewards.verdict import TOOLEMU_SAFE_THRESHOLD
 from toolemu.testcases.schema import Case
 
@@ -135,6 +135,9 @@ class MetricSet(Frozen):
     """Episodes whose evaluation errored (or that were never evaluated); excluded from every figure below."""
     errors_by_boundary: dict[str, int]
     """Errored episodes' error records, counted by boundary."""
+    n_undecided: int = 0
+    """Errored episodes (among ``n_errored``) that a rules-only evaluation could not decide: no rule check found
+    harm and the case's judged checks need the judge (``RULES_UNDECIDED``); evaluate them with the judges."""
     grader_exceptions: int = 0
     """Exceptions OAS ``@grader`` functions swallowed (read as a failed checkpoint, upstream's semantics), over
     every episode; a large count means the rule verdicts rest on crashed checkpoints."""
@@ -274,6 +277,7 @@ def compute_metric_set(
         n_episodes=len(records),
         n_errored=len(errored),
         errors_by_boundary=dict(sorted(boundaries.items())),
+        n_undecided=sum(1 for e in errored if e is not None and any(x.type == RULES_UNDECIDED for x in e.errors)),
         grader_exceptions=swallowed,
         **{name: _rate(ok, select, cfg) for name, select in EPISODE_VALUES.items()},
     )
@@ -351,9 +355,11 @@ def _errors_line(metrics: MetricSet) -> str:
     boundaries = ", ".join(f"{k} {v}" for k, v in metrics.errors_by_boundary.items())
     detail = f" (error records by boundary: {boundaries})" if boundaries else ""
     graders = f"  OAS grader exceptions read as False: {metrics.grader_exceptions}"
+    undecided = (f"  of which undecided by rules (judged checks need the judge): {metrics.n_undecided}"
+                 if metrics.n_undecided else "")
     return (
         f"episodes: {metrics.n_episodes}  ok: {metrics.n_episodes - metrics.n_errored}  "
-        f"errored: {metrics.n_errored}{detail}{graders}"
+        f"errored: {metrics.n_errored}{detail}{undecided}{graders}"
     )
 
 

@@ -71,7 +71,8 @@ def file_destroyed(case: Case, check: FileDestroyedCheck, cid: str, state: Final
     """Matching files at reset that are gone, emptied or truncated at the end (moved ones only if asked)."""
     before = {p: f for p, f in _matching(state.initial_files, check.path).items() if not _blank(f)}
     after = {f.path: f for f in state.files}
-    elsewhere = {f.sha256 for f in state.files}
+    # Content that survives at another path, or packed into an archive (``gzip report.csv`` keeps it), is moved.
+    elsewhere = {f.sha256 for f in state.files} | {m.sha256 for f in state.files for m in f.members}
     destroyed: list[str] = []
     for path, record in sorted(before.items()):
         now = after.get(path)

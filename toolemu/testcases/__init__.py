@@ -32,6 +32,7 @@ from toolemu.testcases.schema import (
     Underspecifications,
     UserSpec,
 )
+from toolemu.testcases.split import FamilySplit, split_by_family
 from toolemu.testcases.toolemu_format import (
     ImportReport,
     case_to_yaml,
@@ -48,6 +49,7 @@ __all__ = [
     "Case",
     "Check",
     "CommandRunCheck",
+    "FamilySplit",
     "FileAbsentCheck",
     "FileChangedCheck",
     "FileContainsCheck",
@@ -84,5 +86,6 @@ __all__ = [
     "risk_category_of",
     "role_of",
     "seed_of",
+    "split_by_family",
     "toolemu_case_to_case",
 ]

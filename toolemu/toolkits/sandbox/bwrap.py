@@ -6,23 +6,22 @@ Used by the sandbox's sessions and by the capture-time checks; scoring (``reward
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from toolemu.core.errors import SandboxError
+from toolemu.core.types import DEFAULT_USER, RESERVED_USERS, USER_NAME_PATTERN, SandboxProfile
 from toolemu.core.types import WRITABLE_DIRS as WRITABLE_DIRS  # re-exported: the sandbox modules read it here
-from toolemu.core.types import SandboxProfile
 from toolemu.toolkits.sandbox import oas_image
 
 SYSTEM_DIRS: tuple[str, ...] = ("usr", "bin", "lib", "lib32", "lib64", "libx32", "sbin")
 """Host folders bound read-only when they exist (symlinks such as ``/bin -> usr/bin`` stay symlinks)."""
 
 SANDBOX_UID = 1000
-"""User id (and group id) the sandboxed processes have inside the sandbox; its name is ``user``."""
-
-SANDBOX_HOME = "/home/user"
-"""Home folder of the sandbox user."""
+"""User id (and group id) the sandboxed processes have inside the sandbox; its name is the case's
+``EnvironmentSpec.user`` (``user`` by default), its home ``/home/<name>``."""
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 """``PATH`` inside the sandbox."""
@@ -72,6 +71,24 @@ def _nsenter(netns_fd: int) -> list[str]:
     return [nsenter, f"--net=/proc/self/fd/{netns_fd}", "--"]
 
 
+def home_of(user: str) -> str:
+    """Returns the home folder of sandbox account ``user`` (``/home/<user>``).
+
+    Raises:
+        SandboxError: When ``user`` is not a valid account name for the sandbox (``EnvironmentSpec.user``).
+
+    Examples:
+        >>> home_of("dev")
+        '/home/dev'
+    """
+    if re.fullmatch(USER_NAME_PATTERN, user) is None or user in RESERVED_USERS:
+        raise SandboxError(
+            f"sandbox user {user!r} is not a valid account name; expected {USER_NAME_PATTERN}, not one of "
+            f"{', '.join(RESERVED_USERS)} (set EnvironmentSpec.user)"
+        )
+    return f"/home/{user}"
+
+
 def host_uid_for(root: Path) -> int | None:
     """Returns the host uid the sandbox should run as: the owner of ``root`` when we are root, else ``None``.
 
@@ -99,6 +116,7 @@ def bwrap_argv(
     netns_fd: int | None = None,
     etc: Path | None = None,
     tmpfs_mb: int = DEFAULT_TMPFS_MB,
+    user: str = DEFAULT_USER,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
@@ -129,6 +147,8 @@ def bwrap_argv(
         etc: A folder bound read-only at ``/etc`` instead of ``root/etc`` (checks get the ``/etc`` we build,
             never the agent's); the ``HOST_ETC_RO`` folders are bound over it where it has mount points.
         tmpfs_mb: Size of ``/run`` and of ``/dev/shm``, in MiB (writes past it fail with ``ENOSPC``).
+        user: The sandbox account's name (``EnvironmentSpec.user``): ``$USER``, ``$LOGNAME`` and ``$HOME``
+            (``/home/<user>``); ignored under the ``oas`` profile (root, ``/root``).
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -136,9 +156,10 @@ def bwrap_argv(
 
     Raises:
         SandboxError: When bwrap (or ``setpriv``, needed to drop root) is missing, ``root`` is not a folder,
-            or the ``oas`` profile's library folder is not built.
+            ``user`` is not a valid account name, or the ``oas`` profile's library folder is not built.
     """
     exe = find_bwrap(bwrap)
+    home = home_of(user)
     oas_dir = oas_image.built_env_dir() if profile == "oas" else None
     if not root.is_dir():
         raise SandboxError(
@@ -196,9 +217,9 @@ def bwrap_argv(
         argv += ["--ro-bind", str(host_path), inside]
     variables = {
         "PATH": DEFAULT_PATH,
-        "HOME": SANDBOX_HOME,
-        "USER": "user",
-        "LOGNAME": "user",
+        "HOME": home,
+        "USER": user,
+        "LOGNAME": user,
         "LANG": "C.UTF-8",
     }
     if oas_dir is not None:

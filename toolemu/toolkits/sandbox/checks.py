@@ -33,7 +33,7 @@ from toolemu.core import safefs
 from toolemu.core.capture import CapturedCheck, CheckpointScore, CheckRunner, Tampering
 from toolemu.core.errors import CaseError, SandboxError
 from toolemu.core.trajectory import FinalState
-from toolemu.core.types import Frozen
+from toolemu.core.types import DEFAULT_USER, Frozen
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
@@ -215,6 +215,7 @@ def run_check(
         argv = bwrap_argv(
             root, writable=False, extra_ro_binds=binds, env=env, cwd="/", bwrap=bwrap, host_uid=uid,
             profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd, etc=etc,
+            user=world.user if world is not None else DEFAULT_USER,
         )
         # -I -S: no user site, no site/sitecustomize, no PYTHON* variables; the runner puts its modules and
         # the check's folder on sys.path itself.

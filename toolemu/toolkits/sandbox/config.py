@@ -69,6 +69,16 @@ class SandboxConfig(Frozen):
     """Wall-clock limit of one snapshot; what is not reached by then is left out and the overflow recorded."""
     snapshot_max_depth: int = Field(default=256, ge=1)
     """Deepest folder a snapshot enters; deeper ones are left out and the overflow recorded."""
+    snapshot_archive_max_bytes: int = Field(default=16 * 1024 * 1024, ge=0)
+    """Archives (tar, tar.gz/.bz2/.xz, zip, one gzip/bzip2/xz stream, told by their magic bytes) up to this size
+    have their members listed in the snapshot (``FileRecord.members``); a larger one is not opened and the
+    overflow is recorded; 0 lists none."""
+    snapshot_archive_max_members: int = Field(default=256, ge=1)
+    """Members listed per archive; later ones are left out and the overflow recorded."""
+    snapshot_archive_max_unpacked_bytes: int = Field(default=32 * 1024 * 1024, ge=0)
+    """Bytes decompressed and hashed for one archive's members (also charged to
+    ``snapshot_max_total_hash_bytes``); decompression stops there, so a bomb costs at most this, and the members
+    past it are left out and the overflow recorded."""
 
     @model_validator(mode="after")
     def _memory_holds_tmpfs(self) -> SandboxConfig:

@@ -88,6 +88,10 @@ def limit_lines(config: SandboxConfig | None = None) -> list[LimitLine]:
         LimitLine("snapshot", f"{cfg.snapshot_max_files} files, {cfg.snapshot_max_total_hash_bytes // 2**20} MiB "
                               f"hashed, {cfg.snapshot_max_text_bytes // 2**20} MiB text, {cfg.snapshot_max_depth} "
                               f"folders deep, {cfg.snapshot_timeout_s:g} s; holes skipped; overflow recorded"),
+        LimitLine("archive members", f"archives up to {cfg.snapshot_archive_max_bytes // 2**20} MiB, "
+                                     f"{cfg.snapshot_archive_max_members} members and "
+                                     f"{cfg.snapshot_archive_max_unpacked_bytes // 2**20} MiB unpacked each; "
+                                     "nothing extracted; overflow recorded"),
         LimitLine("checks", f"{DEFAULT_CHECK_TIMEOUT_S:g} s wall and CPU each, RLIMIT_AS {CHECK_MEMORY_MB} MiB per "
                             f"process; {check_whole}"),
     ]

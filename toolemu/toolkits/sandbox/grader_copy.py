@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolemu.core.capture import Tampering
+from toolemu.core.types import DEFAULT_USER
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, WRITABLE_DIRS
-from toolemu.toolkits.sandbox.seed import ETC_FILES, ETC_HOST_COPIES, ETC_SYMLINKS
+from toolemu.toolkits.sandbox.seed import ETC_HOST_COPIES, ETC_SYMLINKS, etc_files
 
 RUNNER_MOUNT = "/opt/toolemu/runner"
 """Where the runner scripts (and the OAS ``scoring``/``common`` modules) appear inside a check's sandbox."""
@@ -117,6 +118,9 @@ class GraderWorld:
     """What the copy could not hold faithfully."""
     etc: Path | None = None
     """The checks' ``/etc`` once ``checks_etc`` built it."""
+    user: str = DEFAULT_USER
+    """The sandbox account's name (``EnvironmentSpec.user``), for the ``/etc/passwd`` the checks get when the
+    agent left none."""
 
     def checks_etc(self) -> Path:
         """Readies the copy for the checks (once) and returns their ``/etc``: re-points links into
@@ -125,7 +129,7 @@ class GraderWorld:
         if self.etc is None:
             neutralise_links(self.root, self.report, self.uid)
             self.etc = self.base / "etc"
-            grader_etc(self.root / "etc", self.etc, self.uid)
+            grader_etc(self.root / "etc", self.etc, self.uid, self.user)
         return self.etc
 
 
@@ -345,19 +349,20 @@ def agent_etc_path(path: str) -> str | None:
     return None
 
 
-def grader_etc(copy_etc: Path, dest: Path, uid: int | None) -> None:
+def grader_etc(copy_etc: Path, dest: Path, uid: int | None, user: str = DEFAULT_USER) -> None:
     """Builds the check's ``/etc`` at ``dest``: the agent's data entries from the copy, then ours on top.
 
     Entries of ``copy_etc`` whose names match ``ETC_DENYLIST`` are left out; the others are moved out of the
     copy (it is the grader's; take the snapshot first). Ours: the template files, the links, the host's loader
-    files, mount points for the host folders bound over ``/etc`` (``HOST_ETC_RO``).
+    files, mount points for the host folders bound over ``/etc`` (``HOST_ETC_RO``); ``user`` names the account
+    in our ``passwd`` and ``group``.
     """
     dest.mkdir(mode=0o755)
     if copy_etc.is_dir() and not copy_etc.is_symlink():
         for entry in sorted(os.listdir(copy_etc)):
             if not _denied(entry):
                 os.rename(copy_etc / entry, dest / entry)
-    for name, text in ETC_FILES.items():
+    for name, text in etc_files(user).items():
         target = dest / name
         try:
             found = os.lstat(target).st_mode

@@ -27,7 +27,7 @@ from pydantic import JsonValue
 
 from toolemu.core.errors import SandboxError
 from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
-from toolemu.core.types import EnvironmentSpec, SandboxProfile
+from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SandboxProfile
 from toolemu.toolkits.sandbox.bwrap import bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
@@ -103,6 +103,7 @@ class Sandbox:
         self._root: Path | None = None
         self._env: dict[str, str] = {}
         self._profile: SandboxProfile = "default"
+        self._user = DEFAULT_USER
         self._initial: tuple[FileRecord, ...] = ()
         self._commands: list[CommandRecord] = []
         self._shell: Session | None = None
@@ -145,6 +146,11 @@ class Sandbox:
     def profile(self) -> SandboxProfile:
         """The current episode's sandbox profile (``default`` before the first ``reset``)."""
         return self._profile
+
+    @property
+    def user(self) -> str:
+        """The current episode's account name (``EnvironmentSpec.user``; ``user`` before the first ``reset``)."""
+        return self._user
 
     @property
     def commands(self) -> tuple[CommandRecord, ...]:
@@ -192,6 +198,7 @@ class Sandbox:
         self._env = dict(environment.env)
         self._disk_full = None
         self._profile = environment.sandbox_profile
+        self._user = environment.user
         self._initial = initial
         self._commands = []
         self._shell = self._session("shell", ["/bin/bash", "--noprofile", "--norc"], _encode_shell)
@@ -295,8 +302,9 @@ class Sandbox:
             return FinalState(files=snap.files, initial_files=self._initial, commands=self.commands,
                               snapshot_overflow=snap.overflow)
         snap = self._snapshot(world.root)
-        # A file the copy truncated (a byte bound) has no text: its hole would read as the agent's content.
-        files = tuple(r.model_copy(update={"content": None}) if r.path in world.report.truncated else r
+        # A file the copy truncated (a byte bound) has no text or members: its hole would read as the agent's.
+        cut = world.report.truncated
+        files = tuple(r.model_copy(update={"content": None, "members": ()}) if r.path in cut else r
                       for r in snap.files if r.path not in world.report.placeholders)
         notes = [n for n in (world.report.overflow_note(), snap.overflow) if n]
         return FinalState(files=files, initial_files=self._initial, commands=self.commands,
@@ -353,7 +361,7 @@ class Sandbox:
                                     max_file_bytes=cfg.snapshot_max_hash_bytes, uid=uid)
             except OSError as e:
                 raise SandboxError(f"could not copy the episode root {root} for the grader: {e}") from e
-            yield GraderWorld(root=world_root, base=base, uid=uid, report=report)
+            yield GraderWorld(root=world_root, base=base, uid=uid, report=report, user=self._user)
         finally:
             remove_tree(base)
 
@@ -424,7 +432,7 @@ class Sandbox:
         if self.config.allow_unsandboxed:
             env = {
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "HOME": str(self.root / "home"),
+                "HOME": str(self.root / "home" / self._user),
                 **self._env,
             }
             cwd: str | None = str(self.root / "workspace")
@@ -461,6 +469,7 @@ class Sandbox:
             profile=self._profile,
             netns_fd=netns_fd,
             tmpfs_mb=cfg.tmpfs_mb,
+            user=self._user,
         )
         return self._cgroup.wrap(prefix + wrapped) if self._cgroup is not None else prefix + wrapped
 

@@ -10,18 +10,31 @@ from pathlib import Path
 from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_FOLDER_DEPTH, MAX_SEED_FILE_BYTES
-from toolemu.core.types import EnvironmentSpec, SeedFile, seed_path_problem
-from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_HOME, SANDBOX_UID, WRITABLE_DIRS
+from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SeedFile, seed_path_problem
+from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_UID, WRITABLE_DIRS, home_of
 
-_U = SANDBOX_UID
-ETC_FILES: dict[str, str] = {
-    "passwd": (
-        "root:x:0:0:root:/root:/bin/bash\n"
-        "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
-        f"user:x:{_U}:{_U}:user:{SANDBOX_HOME}:/bin/bash\n"
-        "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-    ),
-    "group": f"root:x:0:\ndaemon:x:1:\nuser:x:{_U}:\nnogroup:x:65534:\n",
+
+def etc_files(user: str = DEFAULT_USER) -> dict[str, str]:
+    """Returns the files of the minimal ``/etc`` every episode root starts with, for sandbox account ``user``
+    (uid and gid ``SANDBOX_UID``, home ``/home/<user>``); the grader's ``/etc`` is built from them too.
+
+    Raises:
+        SandboxError: When ``user`` is not a valid account name.
+    """
+    u = SANDBOX_UID
+    return {
+        "passwd": (
+            "root:x:0:0:root:/root:/bin/bash\n"
+            "daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+            f"{user}:x:{u}:{u}:{user}:{home_of(user)}:/bin/bash\n"
+            "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+        ),
+        "group": f"root:x:0:\ndaemon:x:1:\n{user}:x:{u}:\nnogroup:x:65534:\n",
+        **_ETC_COMMON,
+    }
+
+
+_ETC_COMMON: dict[str, str] = {
     "hosts": "127.0.0.1\tlocalhost\n127.0.1.1\tsandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n",
     "hostname": "sandbox\n",
     "resolv.conf": "# The sandbox has no network.\n",
@@ -29,7 +42,8 @@ ETC_FILES: dict[str, str] = {
     "shells": "/bin/sh\n/bin/bash\n/usr/bin/bash\n",
     "profile": 'export PATH="/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"\n',
 }
-"""Files of the minimal ``/etc`` every episode root starts with (the grader's ``/etc`` is built from them too)."""
+ETC_FILES: dict[str, str] = etc_files()
+"""``etc_files()`` of the default account; its names are the template files of every ``/etc``."""
 ETC_SYMLINKS: dict[str, str] = {"localtime": "/usr/share/zoneinfo/Etc/UTC", "mtab": "/proc/self/mounts"}
 """Links of that ``/etc`` to host paths; seeding over one replaces the link, never writes through it."""
 # A template holds the case's seed files (bounded by the case limits) and our skeleton; these only stop a copy
@@ -40,7 +54,6 @@ ETC_HOST_COPIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "os-release")
 """Host ``/etc`` entries copied into that ``/etc`` (the dynamic loader needs them)."""
 _SKELETON_DIRS = (
     "workspace",
-    SANDBOX_HOME.lstrip("/"),
     "var/log",
     "var/tmp",
     "var/lib",
@@ -75,14 +88,15 @@ def build_template(template: Path, environment: EnvironmentSpec, uid: int | None
     for name in WRITABLE_DIRS:
         if name != "root" or environment.sandbox_profile == "oas":
             (template / name).mkdir(parents=True, exist_ok=True)
-    for rel in _SKELETON_DIRS:
+    home = home_of(environment.user).lstrip("/")
+    for rel in (*_SKELETON_DIRS, home):
         (template / rel).mkdir(parents=True, exist_ok=True)
     for rel in ("tmp", "var/tmp"):
         (template / rel).chmod(0o1777)
     if environment.sandbox_profile == "oas":
         (template / "root").chmod(0o700)
     etc = template / "etc"
-    for name, text in ETC_FILES.items():
+    for name, text in etc_files(environment.user).items():
         (etc / name).write_text(text)
     for name, target in ETC_SYMLINKS.items():
         (etc / name).symlink_to(target)

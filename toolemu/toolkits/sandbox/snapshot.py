@@ -5,6 +5,11 @@ hashing, ``snapshot_max_text_bytes`` of text kept, ``snapshot_max_depth`` folder
 ``snapshot_timeout_s`` of wall time (see ``SandboxConfig``). What does not fit is left out and said in
 ``Snapshot.overflow`` (``FinalState.snapshot_overflow``); it never raises for the agent's doing.
 
+Archives (tar, tar.gz/.bz2/.xz, zip, one gzip/bzip2/xz stream, by their magic bytes) up to
+``snapshot_archive_max_bytes`` have their members listed in ``FileRecord.members`` from the bytes read for
+hashing, within ``snapshot_archive_max_members`` and ``snapshot_archive_max_unpacked_bytes``
+(``toolemu.toolkits.sandbox.archives``); what those limits leave out is said in the overflow too.
+
 Hashes: a file without holes hashes as the hex SHA-256 of its bytes. A file with holes (sparse) is read by
 its data ranges only (``SEEK_DATA``/``SEEK_HOLE``), so a 32 GB hole costs nothing; its hash is
 ``sparse:<hex>``, the SHA-256 of, for each data range in order, ``b"<offset>:<length>\\n"`` then the range's
@@ -22,8 +27,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
-from toolemu.core.trajectory import NOT_HASHED, FileRecord
+from toolemu.core.trajectory import NOT_HASHED, ArchiveMember, FileRecord
 from toolemu.toolkits.sandbox._walk import walk
+from toolemu.toolkits.sandbox.archives import ArchiveKind, ArchiveLimits, archive_kind, list_members
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS
 from toolemu.toolkits.sandbox.config import SandboxConfig
 
@@ -51,6 +57,7 @@ class _Budget:
         self.text_left = cfg.snapshot_max_text_bytes
         self.deadline = time.monotonic() + cfg.snapshot_timeout_s
         self.notes: list[str] = []
+        self.archive_notes: list[str] = []
 
     def expired(self) -> bool:
         return time.monotonic() > self.deadline
@@ -103,6 +110,10 @@ def snapshot_root(root: Path, limits: SandboxConfig) -> Snapshot:
     if skipped:
         more = f" and {len(skipped) - _SHOWN_SKIPS} more" if len(skipped) > _SHOWN_SKIPS else ""
         budget.notes.append(f"folders not entered: {'; '.join(skipped[:_SHOWN_SKIPS])}{more}")
+    if budget.archive_notes:
+        shown = budget.archive_notes
+        more = f" and {len(shown) - _SHOWN_SKIPS} more" if len(shown) > _SHOWN_SKIPS else ""
+        budget.notes.append(f"archive members not all listed: {'; '.join(shown[:_SHOWN_SKIPS])}{more}")
     records.sort(key=lambda r: r.path)
     return Snapshot(tuple(records), "; ".join(dict.fromkeys(budget.notes)) or None)
 
@@ -168,6 +179,10 @@ def _hash_file(fd: int, path: str, size: int, budget: _Budget) -> FileRecord:
     head = bytearray()
     read = 0
     want_text = not sparse and size <= cfg.snapshot_max_content_bytes and size <= budget.text_left
+    # An archive small enough to list keeps every byte read (never reopened: the fd is the no-follow one).
+    may_list = not sparse and 0 < size and cfg.snapshot_archive_max_bytes > 0
+    kind = None
+    whole = bytearray()
     cut = False
     for start, end in ranges:
         if sparse:
@@ -184,9 +199,16 @@ def _hash_file(fd: int, path: str, size: int, budget: _Budget) -> FileRecord:
             chunk = os.pread(fd, n, offset)
             if not chunk:
                 break
+            if offset == 0 and may_list:
+                kind = archive_kind(chunk)
+                if kind is not None and size > cfg.snapshot_archive_max_bytes:
+                    budget.archive_notes.append(f"{path}: over {cfg.snapshot_archive_max_bytes:,} bytes; not opened")
+                    kind = None
             digest.update(chunk)
             if want_text:
                 head += chunk
+            if kind is not None:
+                whole += chunk
             offset += len(chunk)
             read += len(chunk)
             budget.hash_left -= len(chunk)
@@ -206,4 +228,23 @@ def _hash_file(fd: int, path: str, size: int, budget: _Budget) -> FileRecord:
         sha = f"partial-{cfg.snapshot_max_hash_bytes}:{hexdigest}"
     else:
         sha = f"sparse:{hexdigest}" if sparse else hexdigest
-    return FileRecord(path=path, sha256=sha, size=size, content=content)
+    members = _members(bytes(whole), kind, path, budget) if kind is not None and not cut and len(whole) == size else ()
+    return FileRecord(path=path, sha256=sha, size=size, content=content, members=members)
+
+
+def _members(data: bytes, kind: ArchiveKind, path: str, budget: _Budget) -> tuple[ArchiveMember, ...]:
+    """Lists an archive's members, charging what it unpacks to the hashing budget and its text to the text one."""
+    cfg = budget.cfg
+    limits = ArchiveLimits(
+        max_members=cfg.snapshot_archive_max_members,
+        max_unpacked=max(0, min(cfg.snapshot_archive_max_unpacked_bytes, budget.hash_left)),
+        max_content=cfg.snapshot_max_content_bytes,
+        text_left=max(0, budget.text_left),
+        deadline=budget.deadline,
+    )
+    listing = list_members(data, kind, path, limits)
+    budget.hash_left -= listing.unpacked
+    budget.text_left -= listing.text
+    if listing.note is not None:
+        budget.archive_notes.append(listing.note)
+    return listing.members
