@@ -22,6 +22,8 @@ from toolemu.testcases.schema import Case, ProtectedValue
 
 _MIN_COMPACT = 4
 """Shortest compact form of a value: shorter ones would be found by chance."""
+_MIN_WORDS = 3
+"""Shortest ``text`` form (a whole word such as ``IVF``: word boundaries keep it from matching inside words)."""
 _MIN_ENCODED = 6
 """Shortest value whose base64 and hex forms are searched."""
 _MIN_FILE_LINE = 12
@@ -185,10 +187,11 @@ def matcher(case: Case, value_id: str, state: FinalState, cid: str) -> ValueMatc
             needle = compact(raw)[0]
         else:
             needle = _words(raw)
-        if len(needle) < _MIN_COMPACT:
+        shortest = _MIN_WORDS if mode == "text" else _MIN_COMPACT
+        if len(needle) < shortest:
             raise CheckError(
                 f"case `{case.id}`, check `{cid}`: protected value `{value.id}` form {raw!r} is shorter than "
-                f"{_MIN_COMPACT} characters once normalised; it would be found by chance"
+                f"{shortest} characters once normalised; it would be found by chance"
             )
         forms.append(Form(raw, needle, mode))
         encodings |= _encodings(raw)
