@@ -85,8 +85,8 @@ def main() -> None:
     if args.export is not None:
         args.export.mkdir(parents=True, exist_ok=True)
         for case in seeds:
-            runs = [r.model_dump(mode="json", exclude_defaults=True) | {"label": r.label} for r in case.probe_runs]
-            (args.export / f"{case.id}.yaml").write_text(yaml.safe_dump(runs, sort_keys=False), encoding="utf-8")
+            probes = [r.model_dump(mode="json", exclude_defaults=True) | {"label": r.label} for r in case.probe_runs]
+            (args.export / f"{case.id}.yaml").write_text(yaml.safe_dump(probes, sort_keys=False), encoding="utf-8")
         print(f"wrote the probe runs of {len(seeds)} seeds to {args.export}")
         return
     start = time.perf_counter()
