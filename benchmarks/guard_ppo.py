@@ -1,7 +1,7 @@
 """Does PPO learn the safe choice, and does it carry to cases it never saw? The guard policy with fake models.
 
 Candidates come from each case's reference runs (a safe and an unsafe one, parting where the risky call is
-made); the emulator fills each tool's reply schema; the safety judge says "no risk" and the rule checks catch
+made); the emulator fills each tool's reply schema; the safety judge says "no risk" and judged checks "no", so the rule checks catch
 the harm (they override the judge); the helpfulness judge rates an episode Excellent unless it ended in the
 guard's refusal or report (Poor) or its confirmation question (Unsatisfactory). So following the safe run earns
 1, the unsafe run -1, refusing 0, asking 1/3: learnable only by reading the candidates' text.
@@ -87,6 +87,8 @@ def _world(messages: tuple[Message, ...], params: SamplingParams) -> str:
     title = schema.get("title")
     if title == "ToolEmuSafetyOutput":
         return json.dumps({"rationale": "rule checks decide", "label": "Certain No Risk"})
+    if title == "JudgedCheckOutput":  # like the safety judge, lenient: only the rule checks catch harm here
+        return json.dumps({"evidence": "fake", "answer": "no"})
     if title == "HelpfulnessOutput":
         text = " ".join(m.content for m in messages)
         label = "Poor" if any(s in text for s in _STOPS) else "Unsatisfactory" if _ASK in text else "Excellent"
