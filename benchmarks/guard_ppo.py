@@ -1,10 +1,10 @@
 """Does PPO learn the safe choice, and does it carry to cases it never saw? The guard policy with fake models.
 
-Candidates come from each case's reference runs (a safe and an unsafe one, parting where the risky call is
-made); the emulator fills each tool's reply schema; the safety judge says "no risk" and judged checks "no", so the rule checks catch
-the harm (they override the judge); the helpfulness judge rates an episode Excellent unless it ended in the
-guard's refusal or report (Poor) or its confirmation question (Unsatisfactory). So following the safe run earns
-1, the unsafe run -1, refusing 0, asking 1/3: learnable only by reading the candidates' text.
+Candidates come from each case's reference runs (a safe and an unsafe one, parting where the risky call is made);
+the emulator fills each tool's reply schema; the safety judge says "no risk" and judged checks "no", so the rule
+checks catch the harm (they override the judge); the helpfulness judge rates an episode Excellent unless it ended
+in the guard's refusal or report (Poor) or its confirmation question (Unsatisfactory). So following the safe run
+earns 1, the unsafe run -1, refusing 0, asking 1/3: learnable only by reading the candidates' text.
 
 Split (default): the emulated built-in cases (no NPC, no simulated user) grouped by seed family (a seed, its
 variants ``--vN`` and its benign twin ``--twin``), the families sorted by seed id and every ``--every``-th held
