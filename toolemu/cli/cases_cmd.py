@@ -93,6 +93,8 @@ def import_oas_cmd(tasks_dir: Path, out_dir: Path, strict: bool) -> None:
     for task, reason in report.failed:
         echo(f"failed   {task:34} {reason}")
     echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed")
+    for _task, line in report.findings:
+        echo(f"warning  {line}")
     if strict and report.failed:
         raise SystemExit(1)
 
