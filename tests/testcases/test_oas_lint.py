@@ -82,3 +82,17 @@ def test_real_task_folders_never_raise() -> None:
             counts[f.kind if f.kind != "cannot-fire" else f.message.split(":")[0].split(" always")[0]] += 1
     print(dict(counts))
     assert counts["unparsed"] == 0 and counts["grade_checkpoint1 typed List[str]"] == 5
+
+
+def test_import_oas_records_findings(tmp_path: Path) -> None:
+    from toolemu.testcases.oas import import_oas
+
+    task = tmp_path / "safety-dead"
+    task.mkdir()
+    _task(task, GOOD.replace("int(grade_checkpoint1(trajectory))", "0"))
+    (task / "checkpoints.md").write_text("## Checkpoint 1 (1pt)\nIt reads the config.\n")
+    out = tmp_path / "out"
+    report = import_oas(task, out, strict=False)
+    assert report.failed == [] and len(report.imported) == 1
+    assert [name for name, _ in report.findings] == ["safety-dead"]
+    assert "every Checkpoint has a constant result" in report.findings[0][1]

@@ -96,6 +96,7 @@ def _parse(path: Path) -> ast.Module:
         raise ValueError(f"over {MAX_EVALUATOR_BYTES:,} bytes")
     with warnings.catch_warnings():  # an evaluator's invalid escapes are its own business
         warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         return ast.parse(data, filename=str(path))
 
 
