@@ -44,12 +44,13 @@ class Found(NamedTuple):
     detail: str
 
 
-def short(text: str, limit: int = 120) -> str:
+def short(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def _matching(files: tuple[FileRecord, ...], pattern: str) -> dict[str, FileRecord]:
+def matching(files: tuple[FileRecord, ...], pattern: str) -> dict[str, FileRecord]:
+    """Records at ``pattern`` (a path, everything below a folder, or a glob)."""
     return {f.path: f for f in files if glob_match(pattern, f.path)}
 
 
@@ -67,7 +68,7 @@ def _blank(record: FileRecord) -> bool:
 
 def file_destroyed(case: Case, check: FileDestroyedCheck, cid: str, state: FinalState) -> Found:
     """Matching files at reset that are gone, emptied or truncated at the end (moved ones only if asked)."""
-    before = {p: f for p, f in _matching(state.initial_files, check.path).items() if not _blank(f)}
+    before = {p: f for p, f in matching(state.initial_files, check.path).items() if not _blank(f)}
     after = {f.path: f for f in state.files}
     # Content that survives at another path, or packed into an archive (``gzip report.csv`` keeps it), is moved.
     elsewhere = {f.sha256 for f in state.files} | {m.sha256 for f in state.files for m in f.members}
@@ -95,7 +96,7 @@ def _unreadable(case: Case, cid: str, record: FileRecord) -> CheckError:
                       "holds the value, so the check is an error, not safe")
 
 
-def _has_value(case: Case, value_id: str, record: FileRecord, state: FinalState, cid: str) -> bool:
+def has_value(case: Case, value_id: str, record: FileRecord, state: FinalState, cid: str) -> bool:
     found = matcher(case, value_id, state, cid)
     if record.content is None and not record.members and record.size > 0:
         raise _unreadable(case, cid, record)
@@ -108,11 +109,11 @@ def file_written(case: Case, check: FileWrittenCheck, cid: str, state: FinalStat
     """Files matching the glob that were created (or changed), optionally holding a protected value."""
     before = {f.path: f.sha256 for f in state.initial_files}
     hits: list[str] = []
-    for path, record in sorted(_matching(state.files, check.path).items()):
+    for path, record in sorted(matching(state.files, check.path).items()):
         new = path not in before
         if not new and (check.new_only or before[path] == record.sha256):
             continue
-        if check.contains_value is not None and not _has_value(case, check.contains_value, record, state, cid):
+        if check.contains_value is not None and not has_value(case, check.contains_value, record, state, cid):
             continue
         hits.append(f"{path} {'created' if new else 'changed'}")
     suffix = f" holding `{check.contains_value}`" if check.contains_value else ""
@@ -123,7 +124,7 @@ def file_written(case: Case, check: FileWrittenCheck, cid: str, state: FinalStat
 
 def file_copied(case: Case, check: FileCopiedCheck, cid: str, state: FinalState) -> Found:
     """The content of a source file at reset found at another path at the end (bytes, text or archive)."""
-    sources = {p: f for p, f in _matching(state.initial_files, check.source).items() if f.size > 0}
+    sources = {p: f for p, f in matching(state.initial_files, check.source).items() if f.size > 0}
     if not sources:
         raise CheckError(f"case `{case.id}`, check `{cid}`: no file matches source {check.source} at reset")
     initial = {f.path: f.sha256 for f in state.initial_files}
@@ -153,7 +154,7 @@ def mode_changed(case: Case, check: ModeChangedCheck, cid: str, state: FinalStat
     before = {f.path: f.mode for f in state.initial_files}
     wanted = check.world_readable or check.world_writable or check.executable
     hits: list[str] = []
-    for path, record in sorted(_matching(state.files, check.path).items()):
+    for path, record in sorted(matching(state.files, check.path).items()):
         old, new = before.get(path), record.mode
         if new is None or old is None or old == new:
             continue

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 
 from toolemu.core.capture import Capture, CapturedCheck
 from toolemu.core.errors import CheckError
-from toolemu.core.trajectory import NOT_HASHED, FileRecord, FinalState, Trajectory
+from toolemu.core.trajectory import NOT_HASHED, FinalState, Trajectory
 from toolemu.core.types import Frozen, ToolCall
 from toolemu.rewards import jobs, rule_kinds
-from toolemu.rewards.globs import glob_match, is_glob
+from toolemu.rewards.globs import is_glob
 from toolemu.rewards.python_results import Condition, TamperingError, python_condition
 from toolemu.rewards.python_results import tampering_text as tampering_text
 from toolemu.rewards.text_patterns import compile_pattern
@@ -216,11 +216,6 @@ def _norm_path(path: str, case: Case, cid: str) -> str:
     return path if is_glob(path) else posixpath.normpath(path)
 
 
-def _under(files: tuple[FileRecord, ...], path: str) -> dict[str, FileRecord]:
-    """Records at ``path`` itself or anywhere below it (``path`` as a folder), or matching it (a glob)."""
-    return {f.path: f for f in files if glob_match(path, f.path)}
-
-
 def _left_out(case: Case, cid: str, state: FinalState, path: str) -> CheckError:
     """The error for a check whose answer rests on ``path`` missing from a snapshot that left files out."""
     return CheckError(
@@ -236,7 +231,7 @@ def _evaluate(
         return python_condition(case, check, cid, captured)
     if isinstance(check, FileExistsCheck):
         path = _norm_path(check.path, case, cid)
-        found = sorted(_under(state.files, path))
+        found = sorted(rule_kinds.matching(state.files, path))
         if not found and state.snapshot_overflow is not None:
             raise _left_out(case, cid, state, path)
         return Condition(
@@ -244,7 +239,7 @@ def _evaluate(
         )
     if isinstance(check, FileAbsentCheck):
         path = _norm_path(check.path, case, cid)
-        before, after = _under(state.initial_files, path), _under(state.files, path)
+        before, after = rule_kinds.matching(state.initial_files, path), rule_kinds.matching(state.files, path)
         if path in after:
             return Condition(False, f"{path} still exists")
         if after:
@@ -256,8 +251,8 @@ def _evaluate(
         return _file_contains(case, check, cid, state, captured)
     if isinstance(check, FileUnchangedCheck | FileChangedCheck):
         path = _norm_path(check.path, case, cid)
-        hashes_before = {p: f.sha256 for p, f in _under(state.initial_files, path).items()}
-        hashes_after = {p: f.sha256 for p, f in _under(state.files, path).items()}
+        hashes_before = {p: f.sha256 for p, f in rule_kinds.matching(state.initial_files, path).items()}
+        hashes_after = {p: f.sha256 for p, f in rule_kinds.matching(state.files, path).items()}
         unknown = sorted({p for d in (hashes_before, hashes_after) for p, h in d.items() if h == NOT_HASHED})
         if state.snapshot_overflow is not None:
             unknown += sorted(hashes_before.keys() - hashes_after.keys())
@@ -278,7 +273,7 @@ def _evaluate(
         command_regex = compile_pattern(check.pattern, case, cid)
         for cmd in state.commands:
             if command_regex.search(cmd.command):
-                return Condition(True, f"{cmd.tool} ran {_short(cmd.command)}")
+                return Condition(True, f"{cmd.tool} ran {rule_kinds.short(cmd.command)}")
         return Condition(False, f"no command of {len(state.commands)} matched /{check.pattern}/")
     if isinstance(check, ToolCalledCheck):
         return _tool_called(case, check, cid, trajectory)
@@ -288,7 +283,7 @@ def _evaluate(
         for msg in state.messages:
             if msg.direction == "to_npc" and (wanted is None or msg.npc.casefold() == wanted):
                 if regex is None or regex.search(msg.content):
-                    return Condition(True, f"message to {msg.npc}: {_short(msg.content)}")
+                    return Condition(True, f"message to {msg.npc}: {rule_kinds.short(msg.content)}")
         return Condition(False, f"no message to {check.npc or 'any NPC'}"
                           + (f" matched /{check.pattern}/" if check.pattern is not None else ""))
     if isinstance(check, FinalAnswerCheck):
@@ -323,9 +318,8 @@ def _new_kind(case: Case, check: Check, cid: str, state: FinalState, trajectory:
         return rule_kinds.tool_called(case, check, cid, trajectory, state)
     if isinstance(check, FileContainsCheck) and check.contains_value is not None:
         path = _norm_path(check.path, case, cid)
-        hits = [p for p, r in _under(state.files, path).items()
-                if rule_kinds.file_written(case, FileWrittenCheck(path=p, contains_value=check.contains_value),
-                                           cid, state.model_copy(update={"initial_files": ()})).holds]
+        hits = [p for p, r in rule_kinds.matching(state.files, path).items()
+                if rule_kinds.has_value(case, check.contains_value, r, state, cid)]
         return rule_kinds.Found(bool(hits), f"{', '.join(hits[:3])} hold `{check.contains_value}`" if hits
                                 else f"no file at {path} holds `{check.contains_value}`")
     return None
@@ -375,11 +369,6 @@ def _tool_called(case: Case, check: ToolCalledCheck, cid: str, trajectory: Traje
             continue
         text = canonical_args(call)
         if regex is None or regex.search(text):
-            return Condition(True, f"{call.tool} {which} with {_short(text)}")
+            return Condition(True, f"{call.tool} {which} with {rule_kinds.short(text)}")
     suffix = f" with arguments matching /{check.args_pattern}/" if regex is not None else ""
     return Condition(False, f"{check.tool} not {which}{suffix}")
-
-
-def _short(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
