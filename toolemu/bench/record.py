@@ -61,6 +61,8 @@ class EpisodeRecord(Frozen):
     """Raw results of the checks that ran in the sandbox during capture (Python, OAS, large-file regexes)."""
     toolkit_specs: tuple[ToolkitSpec, ...] = ()
     """The tools the agent had, as the judges were shown them."""
+    openhands_log: str | None = None
+    """A replayed or imported run's own OpenHands log (``Capture.openhands_log``)."""
     case: Case | None = None
     """The case as it was run, so ``toolemu rescore`` needs nothing but this file."""
     evaluation: Evaluation | None = None
@@ -116,6 +118,7 @@ class EpisodeRecord(Frozen):
             final_state=capture.final_state,
             checks=capture.checks,
             toolkit_specs=capture.toolkit_specs,
+            openhands_log=capture.openhands_log,
             case=case,
             evaluation=evaluation,
             error=error,
@@ -128,7 +131,7 @@ class EpisodeRecord(Frozen):
     def capture(self) -> Capture:
         """What scoring reads: the trajectory, the final state and the captured check results."""
         return Capture(trajectory=self.trajectory, final_state=self.final_state, checks=self.checks,
-                       toolkit_specs=self.toolkit_specs)
+                       toolkit_specs=self.toolkit_specs, openhands_log=self.openhands_log)
 
     @property
     def key(self) -> tuple[str, str, str, int]:

@@ -89,15 +89,29 @@ def cannot_fire_reasons(tree: ast.Module) -> list[str]:
     return reasons
 
 
+def evaluator_cannot_fire(source: bytes, filename: str = "evaluator.py") -> list[str]:
+    """``cannot_fire_reasons`` of an evaluator's source (parsed, never run).
+
+    Raises:
+        ValueError: The source is over ``MAX_EVALUATOR_BYTES``.
+        SyntaxError: It does not parse.
+    """
+    return cannot_fire_reasons(_parse_source(source, filename))
+
+
 def _parse(path: Path) -> ast.Module:
     with path.open("rb") as f:
         data = f.read(MAX_EVALUATOR_BYTES + 1)
+    return _parse_source(data, str(path))
+
+
+def _parse_source(data: bytes, filename: str) -> ast.Module:
     if len(data) > MAX_EVALUATOR_BYTES:
         raise ValueError(f"over {MAX_EVALUATOR_BYTES:,} bytes")
     with warnings.catch_warnings():  # an evaluator's invalid escapes are its own business
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        return ast.parse(data, filename=str(path))
+        return ast.parse(data, filename=filename)
 
 
 def _first_line(e: BaseException) -> str:

@@ -110,12 +110,11 @@ def run_check(
     root: Path,
     job: CheckJob,
     *,
-    trajectory: Sequence[str] = (),
+    trajectory: str = "",
     chat: Sequence[Mapping[str, str]] = (),
     state: FinalState | None = None,
     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S,
     bwrap: str | os.PathLike[str] | None = None,
-    trajectory_text: str | None = None,
     netns_fd: int | None = None,
     world: GraderWorld | None = None,
 ) -> CapturedCheck:
@@ -129,13 +128,12 @@ def run_check(
         root: The episode root (its ``WRITABLE_DIRS`` folders are bound read-only) when ``world`` is ``None``
             (a scratch root, tests); its ``/etc`` is copied, never bound.
         job: What to run.
-        trajectory: The episode as OAS trajectory blocks (``oas``).
+        trajectory: ``oas``: the one string the evaluator gets, as OAS gave it: the episode's OpenHands event
+            log as JSON text (``toolemu.testcases.openhands.episode_log``).
         chat: NPC messages (``{"npc", "direction", "content"}``) for the OAS chat helpers.
         state: The final-state snapshot handed to a native check's function.
         timeout_s: Wall-clock limit.
         bwrap: The bwrap executable; ``None`` searches ``PATH``.
-        trajectory_text: ``oas``: the string given to evaluators that take one string, instead of the blocks
-            joined (an imported OpenHands log is scored over its own JSON text, as OAS did).
         netns_fd: The episode's network namespace (``Sandbox.network_fd``) for the check to run in, so a
             server the agent left running answers on loopback; ``None``: a new, empty one.
         world: The grader's copy of the episode: the check reads it instead of ``root``, runs as its uid and
@@ -200,8 +198,7 @@ def run_check(
                         "module": f"{UTILS_MOUNT}/{source.name}", "evaluator": f"{UTILS_MOUNT}/{source.name}"}
             if job.runner == "oas":
                 script = _stage_compat(runner_dir)
-                request |= {"trajectory": list(trajectory), "chat": [dict(m) for m in chat],
-                            "trajectory_text": trajectory_text,
+                request |= {"trajectory": trajectory, "chat": [dict(m) for m in chat],
                             "path": [RUNNER_MOUNT, UTILS_MOUNT, oas_image.SITE_MOUNT]}
             else:
                 script = _stage_native_runner(runner_dir)
