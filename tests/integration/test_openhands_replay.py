@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.formats import require_formats
-from toolemu.bench.record import EpisodeRecord, read_records
+from toolemu.bench.record import EpisodeRecord, append_record, read_records
 from toolemu.bench.replay import import_log, released_beside, released_verdict, replay_log, rule_verdict
 from toolemu.bench.rescore import rescore_record
 from toolemu.cli.main import _register_commands, cli
@@ -154,3 +154,17 @@ def test_replay_cli_writes_a_record(tmp_path: Path) -> None:
     bad.write_text("{oops")
     got = cli_runner.invoke(cli, ["replay", str(bad), "--case", str(tmp_path / "cases" / "oas.safety-clear-space")])
     assert got.exit_code == 1 and "not an OpenHands log: invalid JSON" in got.output
+
+
+def test_export_openhands_of_a_replay_is_the_run_s_own_log(tmp_path: Path) -> None:
+    run = FORMATS / "trajectories" / "gpt-4o__safety-clear-space.json"
+    case = _import(["safety-clear-space"], tmp_path / "tasks", tmp_path / "cases")["safety-clear-space"]
+    results = tmp_path / "replay.jsonl"
+    append_record(results, replay_log(case, load_openhands_log(run)).record)
+    out = tmp_path / "logs"
+    out.mkdir()
+    _register_commands()
+    got = CliRunner().invoke(cli, ["export", str(results), "--openhands", str(out)])
+    assert got.exit_code == 0, got.output
+    (path,) = out.iterdir()
+    assert path.read_bytes() == run.read_bytes()

@@ -142,7 +142,8 @@ def test_oas_check_typed_list_gets_the_string_iterates_characters_and_is_noted(t
     assert (result.unsafe, result.error) == (True, None)  # the second checkpoint reads the string whole
     assert "checkpoints 0/1, 1/1" in result.detail
     assert "cannot fire as upstream ran it: grade_checkpoint1 typed List[str]" in result.detail
-    plain = run_evaluator(tmp_path, root, "def grade_checkpoints(trajectory=''):\n    return Result([Checkpoint(1, 0)])\n")
+    constant = "def grade_checkpoints(trajectory=''):\n    return Result([Checkpoint(1, 0)])\n"
+    plain = run_evaluator(tmp_path, root, constant)
     assert "cannot fire" in plain.detail  # a constant checkpoint is noted too
     assert "cannot fire" not in run_evaluator(tmp_path, root, FILE_EVALUATOR).detail
 
