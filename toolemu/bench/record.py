@@ -26,8 +26,9 @@ from toolemu.testcases.schema import PythonCheck
 
 logger = logging.getLogger(__name__)
 
-RECORD_SCHEMA_VERSION = 2
-"""2: records carry the case and the raw results of sandboxed checks (``checks``), so they can be re-scored."""
+RECORD_SCHEMA_VERSION = 3
+"""2: records carry the case and the raw results of sandboxed checks (``checks``), so they can be re-scored.
+3: a replayed or imported run's own OpenHands log (``openhands_log``); older records read with none."""
 
 
 class EpisodeRecord(Frozen):
