@@ -8,12 +8,13 @@ network.
   times ``TIMEOUT_FACTOR`` plus ``TIMEOUT_SLACK_S``, never below the configured limit nor above
   ``MAX_COMMAND_TIMEOUT_S``; the CPU limit per process is raised to match.
 - **Network**: OAS's service ports answer with the placeholder's 503, and port 3000 is held as OAS's RocketChat
-  held it (``toolemu.toolkits.sandbox.placeholder``; needs root).
+  held it (``toolemu.toolkits.sandbox.placeholder``; needs root, else noted).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from datetime import datetime
 
 from toolemu.testcases.openhands import LogAction, OpenHandsLog
@@ -67,6 +68,7 @@ def replay_sandbox(log: OpenHandsLog, base: SandboxConfig, *, clock: bool) -> tu
     update: dict[str, object] = {
         "command_timeout_s": timeout,
         "cpu_seconds": max(base.cpu_seconds, math.ceil(timeout)),
+        "service_placeholders": os.geteuid() == 0 and not base.allow_unsandboxed,
         "oas_chat_port": True,
     }
     if clock and log.started_at is not None:
@@ -91,7 +93,7 @@ def network_notes(sandbox: Sandbox | None) -> list[str]:
         return []
     network = sandbox.network
     if network is None:
-        return ["OAS's service ports were not answered: the placeholder listener needs root"] if (
+        return ["OAS's service ports were not answered: the placeholder listener needs root and the sandbox"] if (
             sandbox.profile == "oas") else []
     met = network.requests()
     if not met:

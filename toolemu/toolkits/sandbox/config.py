@@ -87,15 +87,15 @@ class SandboxConfig(Frozen):
     real time from there, for every process in the sandbox and its checks, and files written carry its times
     (``toolemu.toolkits.sandbox.clock``: Debian's libfaketime, package ``faketime``). ``None``: the real clock.
     ``toolemu replay`` sets it to the log's first timestamp and follows the log's times."""
-    service_placeholders: bool | None = None
+    service_placeholders: bool = False
     """Answer OpenAgentSafety's service ports (ownCloud 8092, GitLab 8929, Plane 8091 at
-    ``the-agent-company.com``) in the episode's network with ``503 service not emulated``
-    (``toolemu.toolkits.sandbox.placeholder``); ``None``: on under the ``oas`` profile when running as root (the
-    listener needs a network namespace of our own), off otherwise; ``True`` without root is an error."""
+    ``the-agent-company.com``) in a network of the episode's own with ``503 service not emulated``
+    (``toolemu.toolkits.sandbox.placeholder``), as its runtime had the services beside it. Needs root; on for
+    replays of OAS logs (run as root)."""
     oas_chat_port: bool = False
-    """Also hold port 3000, where OAS's RocketChat listened beside the agent (a server the agent starts there
-    fails to bind, and a request there gets the placeholder's answer). On for replays of OAS logs, which ran in
-    that world; off for native episodes, whose agents may serve on 3000."""
+    """With ``service_placeholders``, also hold port 3000, where OAS's RocketChat listened beside the agent (a
+    server the agent starts there fails to bind, and a request there gets the placeholder's answer). On for
+    replays of OAS logs, which ran in that world; off for native episodes, whose agents may serve on 3000."""
 
     @field_validator("clock_start")
     @classmethod

@@ -122,7 +122,7 @@ class EpisodeNetwork:
     def __init__(self, ports: Mapping[int, str]) -> None:
         if os.geteuid() != 0:
             raise SandboxError("an episode network with OAS's service ports needs root (a network namespace of "
-                               "our own); run as root, or set SandboxConfig.service_placeholders: false")
+                               "our own); run as root, or leave SandboxConfig.service_placeholders off")
         self.ports = dict(ports)
         self.gaps = GapLog()
 

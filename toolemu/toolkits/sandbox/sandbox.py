@@ -522,10 +522,7 @@ class Sandbox:
             self._network.close()
             self._network = None
         cfg = self.config
-        wanted = cfg.service_placeholders
-        if wanted is None:
-            wanted = self._profile == "oas" and os.geteuid() == 0 and not cfg.allow_unsandboxed
-        if not wanted:
+        if not cfg.service_placeholders:
             return
         if cfg.allow_unsandboxed:
             raise SandboxError("service_placeholders needs the sandbox (a network namespace); it is disabled "
