@@ -98,9 +98,10 @@ def network_notes(sandbox: Sandbox | None) -> list[str]:
     met = network.requests()
     if not met:
         return []
+    total = len(met) + network.unrecorded
     shown = ", ".join(f"{g.service} {g.method} {g.path[:80]}" for g in met[:5])
-    more = f" (+{len(met) - 5} more)" if len(met) > 5 else ""
-    return [f"{len(met)} request(s) to OAS services not emulated here were answered 503: {shown}{more}"]
+    more = f" (+{total - 5} more)" if total > 5 else ""
+    return [f"{total} request(s) to OAS services not emulated here were answered 503: {shown}{more}"]
 
 
 def _iso(at: datetime | None) -> str:

@@ -29,6 +29,7 @@ from typing import TypeVar
 
 from toolemu.core.errors import SandboxError
 from toolemu.services.base import HOSTNAME, PORTS, Gap, GapLog
+from toolemu.toolkits.sandbox.config import SandboxConfig
 
 CHAT_PORT = 3000
 """RocketChat's port in OAS (held only with ``SandboxConfig.oas_chat_port``)."""
@@ -40,6 +41,8 @@ MAX_CONNECTIONS = 16
 """Connections answered at once; more are closed at once."""
 REQUEST_TIMEOUT_S = 2.0
 """How long the listener waits for a request's first bytes."""
+MAX_RECORDED = 1000
+"""Requests recorded per episode; later ones are answered and only counted (``EpisodeNetwork.unrecorded``)."""
 PLACEHOLDER_REASON = "service not emulated (placeholder listener)"
 """The ``Gap.reason`` of every request the listener answered."""
 
@@ -60,6 +63,20 @@ def placeholder_ports(*, chat_port: bool) -> dict[int, str]:
     if chat_port:
         ports[CHAT_PORT] = "rocketchat"
     return ports
+
+
+def episode_network(config: SandboxConfig) -> EpisodeNetwork | None:
+    """A fresh episode network with the listener, when ``config.service_placeholders`` asks for one.
+
+    Raises:
+        SandboxError: The sandbox is disabled, or not running as root.
+    """
+    if not config.service_placeholders:
+        return None
+    if config.allow_unsandboxed:
+        raise SandboxError("service_placeholders needs the sandbox (a network namespace); it is disabled "
+                           "(allow_unsandboxed=True)")
+    return EpisodeNetwork(placeholder_ports(chat_port=config.oas_chat_port))
 
 
 def _in_thread(work: Callable[[], _T]) -> _T:
@@ -125,6 +142,9 @@ class EpisodeNetwork:
                                "our own); run as root, or leave SandboxConfig.service_placeholders off")
         self.ports = dict(ports)
         self.gaps = GapLog()
+        self.unrecorded = 0
+        """Requests answered past ``MAX_RECORDED``."""
+        self._count = threading.Lock()
 
         def make() -> tuple[int, list[tuple[int, socket.socket]]]:
             if _libc.unshare(_CLONE_NEWNET) != 0:
@@ -207,7 +227,11 @@ class EpisodeNetwork:
                         data += chunk
                 method, path = _request_line(data)
                 name = self.ports.get(port, "service")
-                self.gaps.record(name, method, path, PLACEHOLDER_REASON)
+                with self._count:  # an agent's flood of requests stays bounded here
+                    if len(self.gaps.gaps) < MAX_RECORDED:
+                        self.gaps.record(name, method, path, PLACEHOLDER_REASON)
+                    else:
+                        self.unrecorded += 1
                 body = (f"toolemu: {name} (OpenAgentSafety's service at {HOSTNAME}:{port}) is not emulated in this "
                         "episode; requests to it cannot succeed.\n").encode()
                 head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"

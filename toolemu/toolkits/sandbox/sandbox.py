@@ -34,7 +34,7 @@ from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.freeze import freeze_namespaces, thaw_namespaces
 from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world
-from toolemu.toolkits.sandbox.placeholder import EpisodeNetwork, placeholder_ports
+from toolemu.toolkits.sandbox.placeholder import EpisodeNetwork, episode_network
 from toolemu.toolkits.sandbox.quota import Cgroup, mount_private_tmpfs, tree_usage, unmount
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
 from toolemu.toolkits.sandbox.session import Encoder, Reaper, Session, SessionOutput, marker_for
@@ -504,30 +504,19 @@ class Sandbox:
 
     def _start_clock(self, root: Path) -> None:
         """Starts the episode clock at ``clock_start`` and gives the fresh root's files that time."""
-        start = self.config.clock_start
-        if start is None:
-            return
-        if self._clock is None:
-            self._clock = SandboxClock(self._base.parent)
-        self._clock.start(start)
-        self._clock.stamp_all(root)
+        if self.config.clock_start is not None:
+            self._clock = self._clock or SandboxClock(self._base.parent)
+            self._clock.start(self.config.clock_start)
+            self._clock.stamp_all(root)
 
     def _sweep_clock(self) -> None:
         if self._clock is not None and self._root is not None:
             self._clock.sweep(self._root)
 
     def _start_network(self) -> None:
-        """A fresh episode network with the placeholder listener, when ``service_placeholders`` asks for one."""
         if self._network is not None:
             self._network.close()
-            self._network = None
-        cfg = self.config
-        if not cfg.service_placeholders:
-            return
-        if cfg.allow_unsandboxed:
-            raise SandboxError("service_placeholders needs the sandbox (a network namespace); it is disabled "
-                               "(allow_unsandboxed=True)")
-        self._network = EpisodeNetwork(placeholder_ports(chat_port=cfg.oas_chat_port))
+        self._network = episode_network(self.config)
 
     def _private_base(self) -> bool:
         """Makes the base folder private: a size-capped ``nosuid,nodev`` tmpfs as root, else mode 0700.
