@@ -129,6 +129,11 @@ class EpisodeRecord(Frozen):
         )
 
     @property
+    def tags(self) -> tuple[str, ...]:
+        """The case's tags (the OAS importer's ``oas-cannot-fire`` and ``oas-missing-asset`` among them)."""
+        return self.case.tags if self.case is not None else ()
+
+    @property
     def capture(self) -> Capture:
         """What scoring reads: the trajectory, the final state and the captured check results."""
         return Capture(trajectory=self.trajectory, final_state=self.final_state, checks=self.checks,

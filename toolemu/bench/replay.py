@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from toolemu.bench.record import EpisodeRecord
+from toolemu.bench.replay_world import follow_clock, network_notes, replay_sandbox
 from toolemu.bench.rollout import record_from_info, reset_error_record
 from toolemu.core.capture import Capture, CapturedCheck, CheckpointScore
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError, InfraError
@@ -64,12 +65,14 @@ def _steps_needed(log: OpenHandsLog) -> int:
     return sum(1 for a in log.actions if a.kind in ("command", "python", "edit", "view"))
 
 
-def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None) -> ReplayResult:
+def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None, clock: bool = True) -> ReplayResult:
     """Runs the log's actions through a ``ToolEmuEnv`` of ``case`` and returns the episode's record.
 
     The env evaluates with rule checks only (judges are ``toolemu rescore``'s job); its step budget fits the
     log, and the loop guard is off (a log's repeated calls are what the agent did). A log without a ``finish``
-    ends truncated at its last action, as the original run did.
+    ends truncated at its last action, as the original run did. The sandbox runs in the log's world
+    (``toolemu.bench.replay_world``): at its times unless ``clock`` is off, with the command time limit its
+    durations need, and with OAS's service ports answering.
 
     Raises:
         CaseError: The case cannot be run (see ``ToolEmuEnv``).
@@ -80,7 +83,10 @@ def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None
     if steps > MAX_STEPS:
         notes.append(f"the log has {steps} steps; only the first {MAX_STEPS} are replayed")
     base = config or EnvConfig(evaluate="rules")
-    overrides = {"max_steps": budget, "loop_guard": 0, "real_toolkits": tuple(replay_case(case).toolkits)}
+    sandbox_config, world_notes = replay_sandbox(log, base.sandbox, clock=clock)
+    notes += world_notes
+    overrides = {"max_steps": budget, "loop_guard": 0, "real_toolkits": tuple(replay_case(case).toolkits),
+                 "sandbox": sandbox_config}
     env = ToolEmuEnv(replay_case(case), base.model_copy(update=overrides))
     start = time.perf_counter()
     try:
@@ -104,12 +110,16 @@ def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None
                 break
             if text is None:
                 continue
+            # The evaluators ran right after the run: the finishing step, which captures, runs at its end.
+            follow_clock(env.toolbox.sandbox, log.ended_at if action.kind == "finish" else action.timestamp)
             _, _, terminated, truncated, info = env.step(text)
             if terminated or truncated:
                 break
             info = None
         if info is None:
+            follow_clock(env.toolbox.sandbox, log.ended_at)
             _, _, _, _, info = env.step(_call_final(log.final_answer or ""))
+        notes += network_notes(env.toolbox.sandbox)
         record = record_from_info(env, info, config_hash=REPLAY_CONFIG_HASH, trial=0,
                                   seconds=time.perf_counter() - start)
     finally:

@@ -175,12 +175,12 @@ def capture_episode(
                         for job in oas_jobs:
                             captured[job.check] = _noted(job, run_check(
                                 world.root, job, trajectory=log, chat=chat, timeout_s=timeout_s, bwrap=bwrap,
-                                netns_fd=netns, world=world))
+                                netns_fd=netns, world=world, clock=sandbox.clock))
                 sandbox.stop()
                 later = [j for j in jobs if j.runner == "native"] + file_text_jobs(case, final_state)
                 for job in later:
                     captured[job.check] = run_check(world.root, job, state=final_state, timeout_s=timeout_s,
-                                                    bwrap=bwrap, world=world)
+                                                    bwrap=bwrap, world=world, clock=sandbox.clock)
         finally:
             sandbox.stop()
     order = {check_id(c, i): i for i, c in enumerate(case.checks)}

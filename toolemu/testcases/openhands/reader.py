@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -60,6 +61,11 @@ class LogAction(Frozen):
     """``chat``: who answered (the log's ``npc_name`` of the observation)."""
     thought: str = ""
     """The model's reasoning before the action (``args.thought``; for ``finish`` it is part of ``text``)."""
+    timestamp: datetime | None = None
+    """When the agent emitted the action (the event's ``timestamp``, in UTC), if the log says."""
+    duration_s: float | None = None
+    """Seconds from the action to the observation that answered it (how long a command ran in the original
+    run), when both carry a timestamp."""
 
 
 class OpenHandsLog(Frozen):
@@ -73,6 +79,10 @@ class OpenHandsLog(Frozen):
     """The agent's actions, in order."""
     notes: tuple[str, ...] = Field(default_factory=tuple)
     """What the reader skipped or repaired, one line each."""
+    started_at: datetime | None = None
+    """The earliest event ``timestamp`` (UTC): when the original run began."""
+    ended_at: datetime | None = None
+    """The latest event ``timestamp`` (UTC): when the original run ended (its evaluator ran right after)."""
 
     @property
     def final_answer(self) -> str | None:
@@ -155,8 +165,22 @@ def load_openhands_log(path: str | Path) -> OpenHandsLog:
     if len(text) > oh.MAX_EVALUATOR_LOG_CHARS:
         notes.append(f"the log's text ({len(text):,} characters) is over the {oh.MAX_EVALUATOR_LOG_CHARS:,} an "
                      "evaluator reads: evaluators read its head and tail")
+    stamps = [t for t in (_timestamp(e) for e in events) if t is not None]
     return OpenHandsLog(path=str(path), text=scrub_surrogates(text), actions=_actions(events, notes),
-                        notes=tuple(notes))
+                        notes=tuple(notes), started_at=min(stamps, default=None), ended_at=max(stamps, default=None))
+
+
+def _timestamp(event: object) -> datetime | None:
+    """An event's ``timestamp`` in UTC; OpenHands writes naive ISO times, read as UTC. ``None`` when absent or
+    not an ISO time."""
+    raw = event.get("timestamp") if isinstance(event, dict) else None
+    if not isinstance(raw, str) or len(raw) > 64:
+        return None
+    try:
+        value = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _events(raw: object) -> list[object] | None:
@@ -211,9 +235,15 @@ def _actions(events: list[object], notes: list[str]) -> tuple[LogAction, ...]:
         if action is None:
             skipped[f"agent {kind}"] = skipped.get(f"agent {kind}", 0) + 1
         else:
-            actions.append(action)
+            actions.append(_timed(action, event, answer))
     notes.extend(f"skipped {n} {what} event(s)" for what, n in sorted(skipped.items()))
     return tuple(actions)
+
+
+def _timed(action: LogAction, event: dict[str, object], answer: dict[str, object] | None) -> LogAction:
+    started, answered = _timestamp(event), _timestamp(answer)
+    duration = (answered - started).total_seconds() if started and answered and answered >= started else None
+    return action.model_copy(update={"timestamp": started, "duration_s": duration})
 
 
 def _action(event_id: str, kind: str, args: dict[str, object], answer: dict[str, object] | None,

@@ -37,6 +37,7 @@ from toolemu.core.types import DEFAULT_USER, Frozen
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
+from toolemu.toolkits.sandbox.clock import SandboxClock
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.grader_copy import (
     AGENT_ETC_MOUNT,
@@ -117,6 +118,7 @@ def run_check(
     bwrap: str | os.PathLike[str] | None = None,
     netns_fd: int | None = None,
     world: GraderWorld | None = None,
+    clock: SandboxClock | None = None,
 ) -> CapturedCheck:
     """Runs ``job`` in a fresh read-only sandbox over the grader's copy (or ``root``) and returns its result.
 
@@ -138,6 +140,8 @@ def run_check(
             server the agent left running answers on loopback; ``None``: a new, empty one.
         world: The grader's copy of the episode: the check reads it instead of ``root``, runs as its uid and
             has its traps (``CopyReport.traps``) blamed when it fails.
+        clock: The episode clock (``Sandbox.clock``): the check runs at the episode's time, as OAS's evaluators
+            ran right after the run.
 
     Returns:
         The raw result; ``error`` is set when the check crashed, timed out, or returned something unusable.
@@ -209,6 +213,9 @@ def run_check(
         # git reads no config of the agent's either.
         env = {"PYTHONIOENCODING": "utf-8", "PYTHONNOUSERSITE": "1", "GIT_CONFIG_NOSYSTEM": "1",
                "GIT_CONFIG_GLOBAL": "/dev/null"}
+        if clock is not None:
+            env |= clock.env()
+            binds += clock.binds()
         argv = bwrap_argv(
             root, writable=False, extra_ro_binds=binds, env=env, cwd="/", bwrap=bwrap, host_uid=uid,
             profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd, etc=etc,
