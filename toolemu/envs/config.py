@@ -14,6 +14,7 @@ from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
 from toolemu.testcases.schema import Case, JudgedCheck
 from toolemu.toolkits.emulated import EmulatorMode
+from toolemu.toolkits.plan import ToolkitPlan, available_specs, plan_toolkits
 from toolemu.toolkits.sandbox import DEFAULT_CHECK_TIMEOUT_S, SandboxConfig
 
 EvaluateMode = bool | Literal["rules", "auto"]
@@ -102,3 +103,24 @@ def effective_evaluate(mode: EvaluateMode, case: Case) -> bool | Literal["rules"
         decidable = bool(case.checks) and not any(isinstance(c, JudgedCheck) for c in case.checks)
         return "rules" if decidable else True
     return mode
+
+
+def case_toolkit_specs(case: Case, config: EnvConfig | None = None) -> dict[str, ToolkitSpec]:
+    """The emulated specs an env of ``case`` can use: built-in, next to the case file, then
+    ``config.toolkit_specs`` (a later source wins).
+
+    Raises:
+        CaseError: A spec file next to the case is malformed.
+    """
+    return available_specs(case.source_dir, (config or EnvConfig()).toolkit_specs)
+
+
+def case_toolkit_plan(case: Case, config: EnvConfig | None = None) -> ToolkitPlan:
+    """How each toolkit of ``case`` runs under ``config`` (real, emulated, NPC chat): what ``ToolEmuEnv`` builds,
+    and what suites and the bench ask (``ToolkitPlan.needs_sandbox``, ``needs_emulator``).
+
+    Raises:
+        CaseError: A spec file next to the case is malformed.
+    """
+    config = config or EnvConfig()
+    return plan_toolkits(case.toolkits, case_toolkit_specs(case, config), config.real_toolkits)

@@ -35,7 +35,7 @@ from toolemu.core.types import ToolkitSpec
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs.action import action_text, parse_action
 from toolemu.envs.capture import capture_episode
-from toolemu.envs.config import EnvConfig, effective_evaluate
+from toolemu.envs.config import EnvConfig, case_toolkit_specs, effective_evaluate
 from toolemu.envs.info import (
     INFO_CAPTURE,
     INFO_CASE_ID,
@@ -56,10 +56,11 @@ from toolemu.envs.spaces import UnicodeText
 from toolemu.rewards.evaluation import Evaluation, evaluate_episode, evaluate_rules
 from toolemu.testcases import Case, load_case
 from toolemu.testcases.checker import check_case_for_env, check_case_tools
-from toolemu.toolkits import ToolBox, builtin_toolkit_specs, find_specs_near, is_real_toolkit
+from toolemu.toolkits import ToolBox
 from toolemu.toolkits.base import EpisodeSetup
 from toolemu.toolkits.chat import PEOPLE_VERSION, SimulatedUser, asks_user
 from toolemu.toolkits.emulated import EMULATOR_VERSION
+from toolemu.toolkits.plan import plan_toolkits
 
 logger = logging.getLogger(__name__)
 
@@ -124,17 +125,13 @@ class ToolEmuEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
-        specs = {**builtin_toolkit_specs()}
-        if self.case.source_dir:
-            specs.update(find_specs_near(self.case.source_dir))
-        specs.update({s.toolkit: s for s in self.config.toolkit_specs})
-        real = set(self.config.real_toolkits)
+        specs = case_toolkit_specs(self.case, self.config)
         # Gymnasium checks an env when it is made; so do we the case: one that cannot be graded, or names
         # what it does not have, is a one-line CaseError here, never a score at the end of an episode.
         self.evaluate = effective_evaluate(self.config.evaluate, self.case)
         """What scores this env's episodes (``EnvConfig.evaluate`` with ``"auto"`` resolved for the case)."""
         check_case_for_env(self.case, evaluate=self.evaluate)
-        needs_emulator = any(not is_real_toolkit(n) or (n in specs and n not in real) for n in self.case.toolkits)
+        needs_emulator = plan_toolkits(self.case.toolkits, specs, self.config.real_toolkits).needs_emulator
         wants_user = self.case.user is not None and self.config.simulated_user
         self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator,
                                                 needs_npc=bool(self.case.npcs), needs_user=wants_user,

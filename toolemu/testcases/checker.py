@@ -8,9 +8,9 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from toolemu.core.errors import CaseError
+from toolemu.core.people import CHAT_TOOLKIT
 from toolemu.core.types import ToolkitSpec
 from toolemu.testcases.check_types import legacy_text_fields
-from toolemu.testcases.oas import CHAT_TOOLKIT
 from toolemu.testcases.relation import Role, check_twin_runs, role_of
 from toolemu.testcases.schema import (
     Case,
