@@ -65,7 +65,7 @@ def _parse_json_form(text: str) -> ParsedAction | None:
     args: JsonValue = obj.get("arguments", obj.get("args", obj.get("parameters", {})))
     if isinstance(args, str):
         try:
-            args = parse_json_object(args)
+            args = parse_json_object(args, allow_empty=True)
         except ValueError as e:
             raise ActionParseError(f"Could not parse the arguments of `{name}`: {e}.\n{FORMAT_HELP}") from None
     if not isinstance(args, dict):
@@ -208,7 +208,7 @@ def _parse_text(text: str) -> ParsedAction:
         if final and final.start() > action.start():
             raw_args = text[action.end() + inp.end() : final.start()]
         try:
-            args = parse_json_object(raw_args)
+            args = parse_json_object(raw_args, allow_empty=True)
         except ValueError as e:
             raise ActionParseError(f"Could not parse `Action Input` for `{name}`: {e}.\n{FORMAT_HELP}") from None
     return ParsedAction("tool", _thought(text, action.start()), ToolCall(tool=name, arguments=args), None)
