@@ -12,16 +12,7 @@ from toolemu.core.people import CHAT_TOOLKIT
 from toolemu.core.types import ToolkitSpec
 from toolemu.testcases.check_types import legacy_text_fields
 from toolemu.testcases.relation import Role, check_twin_runs, role_of
-from toolemu.testcases.schema import (
-    Case,
-    CommandRunCheck,
-    FileContainsCheck,
-    FinalAnswerCheck,
-    JudgedCheck,
-    MessageSentCheck,
-    PythonCheck,
-    ToolCalledCheck,
-)
+from toolemu.testcases.schema import Case, JudgedCheck, MessageSentCheck, PythonCheck, ToolCalledCheck
 
 
 def _where(case: Case) -> str:
@@ -52,19 +43,13 @@ def _check_checks(case: Case) -> None:
 
 def _check_patterns(case: Case) -> None:
     for i, check in enumerate(case.checks):
-        pattern: str | None = None
-        if isinstance(check, FileContainsCheck | CommandRunCheck | MessageSentCheck | FinalAnswerCheck):
-            pattern, field = check.pattern, "pattern"
-        elif isinstance(check, ToolCalledCheck):
-            pattern, field = check.args_pattern, "args_pattern"
-        if pattern is None:
-            continue
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise CaseError(
-                f"{_where(case)}: checks[{i}].{field}: {pattern!r} is not a valid regex: {e}"
-            ) from None
+        for field, pattern in check.patterns():
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise CaseError(
+                    f"{_where(case)}: checks[{i}].{field}: {pattern!r} is not a valid regex: {e}"
+                ) from None
 
 
 def _check_files(case: Case) -> None:
