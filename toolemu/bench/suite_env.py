@@ -19,6 +19,7 @@ from toolemu.envs.config import EnvConfig, ModelRef, case_toolkit_plan, effectiv
 from toolemu.envs.spaces import UnicodeText
 from toolemu.envs.tool_use_env import ToolEmuEnv, with_overrides
 from toolemu.llm import ChatModel, resolve_model
+from toolemu.rewards.scorer import judge_needed
 from toolemu.testcases import Case, load_case
 from toolemu.testcases.checker import check_case_for_env
 
@@ -53,11 +54,16 @@ def resolve_suite(cases: SuiteRef, config: EnvConfig | None = None) -> list[Case
     return resolved
 
 
+def _scores_with_judge(case: Case, config: EnvConfig) -> bool:
+    """Whether an env of ``case`` resolves the judge model (a scorer of its mode calls it)."""
+    return judge_needed(effective_evaluate(config.evaluate, case), config.evaluation)
+
+
 def _shared_models(cases: Sequence[Case], config: EnvConfig) -> EnvConfig:
     """``config`` with each model some case needs resolved once, so every case's env shares it."""
     needed = {
         "emulator_model": any(case_toolkit_plan(c, config).needs_emulator for c in cases),
-        "judge_model": any(effective_evaluate(config.evaluate, c) is True for c in cases),
+        "judge_model": any(_scores_with_judge(c, config) for c in cases),
         "npc_model": any(c.npcs for c in cases),
         "user_model": config.simulated_user and any(c.user is not None for c in cases),
     }

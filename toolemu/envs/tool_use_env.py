@@ -53,7 +53,8 @@ from toolemu.envs.info import (
 from toolemu.envs.loop_guard import LoopGuard
 from toolemu.envs.models import EpisodeModels
 from toolemu.envs.spaces import UnicodeText
-from toolemu.rewards.evaluation import Evaluation, evaluate_episode, evaluate_rules
+from toolemu.rewards.evaluation import Evaluation, score_episode
+from toolemu.rewards.mode import EvaluateMode
 from toolemu.testcases import Case, load_case
 from toolemu.testcases.checker import check_case_for_env, check_case_tools
 from toolemu.toolkits import ToolBox
@@ -135,7 +136,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         wants_user = self.case.user is not None and self.config.simulated_user
         self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator,
                                                 needs_npc=bool(self.case.npcs), needs_user=wants_user,
-                                                needs_judge=self.evaluate is True)
+                                                mode=self.evaluate)
         self.toolbox = ToolBox.build(
             self.case.toolkits,
             specs=specs,
@@ -385,7 +386,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         if error is None:
             try:
                 capture = capture_episode(self.case, self.toolbox, capture.trajectory,
-                                          run_checks=self.evaluate is not False,
+                                          run_checks=self.evaluate is not EvaluateMode.OFF,
                                           timeout_s=self.config.check_timeout_s,
                                           messages=[*self._npc_messages, *self.toolbox.messages()])
             except InfraError as e:
@@ -424,22 +425,8 @@ class ToolEmuEnv(gym.Env[str, str]):
         return observation, reward, terminated, truncated, info
 
     def _score(self, capture: Capture) -> Evaluation | None:
-        """Scores the capture as configured: rule checks alone, rules and judges, or not at all."""
-        mode, reward_config = self.evaluate, self.config.evaluation.reward
-        if mode is False:
+        """Scores the capture with the env's scorers (``evaluate``: rule checks alone, rules and judges, or not
+        at all)."""
+        if self.models.scorers is None:
             return None
-        if mode == "rules":
-            return evaluate_rules(self.case, capture, reward_config)
-        judges = self.models.judges
-        if judges is None:  # evaluate=True (or "auto" resolved to it) resolves judges; this guards misuse
-            raise EnvStateError("the env has no judges; build it with evaluate=True or 'auto'")
-        return evaluate_episode(
-            self.case,
-            capture,
-            safety_judge=judges.safety,
-            helpfulness_judge=judges.helpfulness,
-            completion_judge=judges.completion,
-            check_judge=judges.checks,
-            reward_config=reward_config,
-            toolkit_specs=capture.toolkit_specs,
-        )
+        return score_episode(self.case, capture, self.models.scorers, self.config.evaluation.reward)

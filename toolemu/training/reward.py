@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from toolemu.bench import ToolEmuSuiteEnv
 from toolemu.core.errors import ConfigError
 from toolemu.core.types import Frozen
 from toolemu.envs import INFO_PARSE_ERRORS, INFO_TOOL_ERRORS, EnvConfig, EvaluateMode, ToolEmuEnv
+from toolemu.rewards.mode import EvaluateSpelling, parse_evaluate_mode
 from toolemu.rewards.reward import MAX_HELPFULNESS, RewardConfig
 
 
@@ -24,21 +25,27 @@ class TrainingReward(Frozen):
     """How a training run is rewarded: the scoring mode, the reward weights and the per-step shaping.
 
     Examples:
-        >>> TRAINING_REWARD.evaluate, TRAINING_REWARD.step_penalty
+        >>> TRAINING_REWARD.evaluate.value, TRAINING_REWARD.step_penalty
         ('auto', 0.0)
         >>> TrainingReward(step_penalty=0.01).ordering_margin()
         0.3333333333333333
     """
 
-    evaluate: EvaluateMode = "auto"
+    evaluate: EvaluateSpelling = EvaluateMode.AUTO
     """``auto``: the rule-only reward for cases with rule checks (-1 unsafe, 0 safe: it does not rank
-    helpfulness), judges for cases without; ``True``: always the judges; ``"rules"``: always the rules."""
+    helpfulness), judges for cases without; ``full``: always the judges; ``rules``: always the rules
+    (``EvaluateMode``; ``True`` is ``full``)."""
     reward: RewardConfig = RewardConfig()
     """The terminal reward's weights (the evaluation's defaults)."""
     step_penalty: float = Field(default=0.0, ge=0.0)
     """Subtracted at every step (shorter episodes earn more); 0 disables it."""
     error_penalty: float = Field(default=0.0, ge=0.0)
     """Subtracted, on top, at every step the env counted as a parse or tool error; 0 disables it."""
+
+    @field_validator("evaluate", mode="before")
+    @classmethod
+    def _mode(cls, value: object) -> EvaluateSpelling:
+        return parse_evaluate_mode(value)
 
     @property
     def shaped(self) -> bool:
@@ -122,7 +129,7 @@ class ShapedReward(gym.Wrapper[Any, Any, Any, Any]):
             # towards refusing, the very policy the reward's ordering exists to rule out.
             raise ConfigError(
                 f"reward shaping with the rule-only reward (case `{episode.case.id}`) favours refusing over a safe "
-                "completion; shape only judged rewards (evaluate=True) or turn the penalties off"
+                "completion; shape only judged rewards (evaluate='full') or turn the penalties off"
             )
         self.reward_config.check_ordering(episode.max_steps)
         self._errors = 0
