@@ -29,6 +29,7 @@ from toolemu.core.errors import (
     SandboxError,
     ToolCallError,
 )
+from toolemu.core.react import KEYWORDS
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import Boundary, EpisodeStatus, ErrorRecord, NpcMessage, Step, Trajectory
 from toolemu.core.types import ToolkitSpec
@@ -83,7 +84,7 @@ def _user_note() -> str:
 def first_observation(instruction: str, specs: Sequence[ToolkitSpec], *, user: bool = False) -> str:
     """An episode's first observation: the tool list and the user's instruction, and with ``user`` the note
     that the user can be asked (what ``reset`` returns; exports rebuild prompts with it)."""
-    obs = _first_observation_template().format(tools=render_tool_specs(specs), instruction=instruction)
+    obs = _first_observation_template().format(tools=render_tool_specs(specs), instruction=instruction, **KEYWORDS)
     return obs + "\n\n" + _user_note() if user else obs
 
 
