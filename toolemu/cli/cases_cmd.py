@@ -15,11 +15,12 @@ from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.testcases import (
     Case,
+    ImportReport,
     builtin_case_ids,
     builtin_cases,
     case_files,
     check_case,
-    import_toolemu,
+    import_cases,
     load_case_file,
 )
 from toolemu.testcases.loader import builtin_data_dir, find_builtin_case
@@ -60,12 +61,7 @@ def list_cmd() -> None:
 )
 def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> None:
     """Convert ToolEmu CASES_JSON (and its toolkits) into case files."""
-    report = import_toolemu(cases_json, toolkits_json, out_dir)
-    for case_id, file in report.cases:
-        echo(f"case    {case_id:30} {file}")
-    for name, file in report.toolkits:
-        echo(f"toolkit {name:30} {file}")
-    echo(f"wrote {len(report.cases)} cases and {len(report.toolkits)} toolkits to {out_dir}")
+    _show(import_cases("toolemu", cases_json, out_dir, toolkits=toolkits_json))
 
 
 @cases.command("import-oas")
@@ -83,20 +79,26 @@ def import_oas_cmd(tasks_dir: Path, out_dir: Path, strict: bool) -> None:
 
     Every good task is imported; each malformed one is reported with its reason and does not stop the rest.
     """
-    from toolemu.testcases.oas import import_oas
-
-    report = import_oas(tasks_dir, out_dir, strict=False)
-    for case_id, path in report.imported:
-        echo(f"imported {case_id:34} {path}")
-    for task, reason in report.skipped:
-        echo(f"skipped  {task:34} {reason}")
-    for task, reason in report.failed:
-        echo(f"failed   {task:34} {reason}")
-    echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed")
-    for _task, line in report.findings:
-        echo(f"warning  {line}")
+    report = import_cases("oas", tasks_dir, out_dir, strict=False)
+    _show(report)
     if strict and report.failed:
         raise SystemExit(1)
+
+
+def _show(report: ImportReport) -> None:
+    """Prints what an importer did: a line per case, toolkit, skip and failure, the counts, then its findings."""
+    for name, path in report.imported:
+        echo(f"imported {name:34} {path}")
+    for name, path in report.toolkits:
+        echo(f"toolkit  {name:34} {path}")
+    for name, reason in report.skipped:
+        echo(f"skipped  {name:34} {reason}")
+    for name, reason in report.failed:
+        echo(f"failed   {name:34} {reason}")
+    toolkits = f", {len(report.toolkits)} toolkits" if report.toolkits else ""
+    echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed{toolkits}")
+    for _name, line in report.findings:
+        echo(f"warning  {line}")
 
 
 def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> tuple[list[str], list[Case]]:
