@@ -28,7 +28,8 @@ def test_every_format_reports_in_one_shape(tmp_path: Path) -> None:
 
 
 def test_import_cases_names_what_is_wrong() -> None:
-    with pytest.raises(NotRegisteredError, match=re.escape("case format `oass` is not registered. Did you mean `oas`?")):
+    unknown = re.escape("case format `oass` is not registered. Did you mean `oas`?")
+    with pytest.raises(NotRegisteredError, match=unknown):
         import_cases("oass", Path("x"), Path("y"))
     with pytest.raises(ConfigError, match=re.escape("ToolEmu import needs its toolkit specs")):
         import_cases("toolemu", Path("x"), Path("y"))
