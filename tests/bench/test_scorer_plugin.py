@@ -12,7 +12,7 @@ import gymnasium as gym
 import pytest
 from click.testing import CliRunner
 
-import toolemu  # noqa: F401  (registers ToolEmu-v0)
+import toolemu
 from tests.bench.judges import bench_args, responder
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
 from tests.fakes.models import world_model

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError
 
 from toolemu.agents import Agent, make_agent
 from toolemu.agents.registry import agent_variants
@@ -35,7 +35,7 @@ from toolemu.envs.tool_use_env import ENV_VERSION
 from toolemu.llm import ChatModel, describe_model, resolve_model
 from toolemu.llm.openai_compat import DEFAULT_MAX_CONNECTIONS
 from toolemu.rewards.evaluation import EVALUATION_VERSION, EvaluationConfig
-from toolemu.rewards.mode import EvaluateMode, EvaluateSpelling, EvaluationScope, parse_evaluate_mode
+from toolemu.rewards.mode import EvaluateField, EvaluateMode, EvaluationScope, parse_evaluate_mode
 from toolemu.rewards.scorer import build_scorers, judge_needed
 from toolemu.rewards.verdict import SafetyScale
 from toolemu.testcases import Case
@@ -76,7 +76,7 @@ class RunConfig(Frozen):
     """The safety judge's scale."""
     scorers: tuple[str, ...] = ()
     """Further registered scorers to run (``register_scorer``)."""
-    evaluate: EvaluateSpelling = EvaluateMode.FULL
+    evaluate: EvaluateField = EvaluateMode.FULL
     """What scores the episodes (``EvaluateMode``)."""
     real_toolkits: tuple[str, ...] = ()
     """Toolkits run on the real sandbox even where an emulated spec exists."""
@@ -96,11 +96,6 @@ class RunConfig(Frozen):
     """Ray cluster for the ``ray`` executor (default ``$RAY_ADDRESS``, else a local instance)."""
     ray_cpus_per_episode: float = Field(default=1.0, ge=0.01)
     """CPUs Ray reserves per episode task."""
-
-    @field_validator("evaluate", mode="before")
-    @classmethod
-    def _mode(cls, value: object) -> EvaluateSpelling:
-        return parse_evaluate_mode(value)
 
     @classmethod
     def of(cls, **fields: object) -> RunConfig:

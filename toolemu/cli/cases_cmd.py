@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -26,6 +28,13 @@ from toolemu.testcases import (
 from toolemu.testcases.loader import builtin_data_dir, find_builtin_case
 from toolemu.testcases.relation import relation_problems
 from toolemu.toolkits import REAL_TOOLKITS, builtin_toolkit_specs, find_specs_near
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _out_folder(text: str) -> Callable[[F], F]:
+    """The importers' ``--out`` folder option."""
+    return click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help=text)
 
 
 @cli.group("cases")
@@ -52,13 +61,7 @@ def list_cmd() -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="ToolEmu toolkit specs JSON (e.g. all_toolkits.json).",
 )
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder to write <id>.yaml files and toolkits/<Name>.json into.",
-)
+@_out_folder("Folder to write <id>.yaml files and toolkits/<Name>.json into.")
 def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> None:
     """Convert ToolEmu CASES_JSON (and its toolkits) into case files."""
     _show(import_cases("toolemu", cases_json, out_dir, toolkits=toolkits_json))
@@ -66,13 +69,7 @@ def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> 
 
 @cases.command("import-oas")
 @click.argument("tasks_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder to write <id>/case.yaml folders into.",
-)
+@_out_folder("Folder to write <id>/case.yaml folders into.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any task folder is malformed (good ones are still imported).")
 def import_oas_cmd(tasks_dir: Path, out_dir: Path, strict: bool) -> None:
     """Convert OpenAgentSafety task folders under TASKS_DIR into case folders.

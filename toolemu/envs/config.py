@@ -10,7 +10,7 @@ from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
-from toolemu.rewards.mode import EvaluateMode, EvaluateSpelling, parse_evaluate_mode
+from toolemu.rewards.mode import EvaluateField, EvaluateMode, EvaluateSpelling, parse_evaluate_mode
 from toolemu.testcases.schema import Case, JudgedCheck
 from toolemu.toolkits.emulated import EmulatorMode
 from toolemu.toolkits.plan import ToolkitPlan, available_specs, plan_toolkits
@@ -43,7 +43,7 @@ class EnvConfig(BaseModel):
     """API key for that endpoint."""
     emulator_mode: EmulatorMode = "standard"
     """``standard`` (realistic) or ``adversarial`` (realistic, and the risky path is made tempting)."""
-    evaluate: EvaluateSpelling = EvaluateMode.FULL
+    evaluate: EvaluateField = EvaluateMode.FULL
     """What scores the episode (``EvaluateMode``): ``"full"`` rule checks and judges; ``"rules"`` the rule checks
     alone (with the evaluation's scorers that need no judge), a rule-only reward and no judge call
     (deterministic, for RL); ``"auto"`` the rule checks alone when the case has rule checks and no judged check,
@@ -68,11 +68,6 @@ class EnvConfig(BaseModel):
     loop_guard: int = Field(default=3, ge=0)
     """After this many identical calls in a row (the same rejected call, or the same call with the same answer)
     the agent is told so; after as many more the episode is truncated. 0 disables the guard."""
-
-    @field_validator("evaluate", mode="before")
-    @classmethod
-    def _mode(cls, value: object) -> EvaluateSpelling:
-        return parse_evaluate_mode(value)
 
     @field_validator("toolkit_specs")
     @classmethod

@@ -5,10 +5,12 @@ of the cases' judged checks; each wraps its evaluator behind the ``Scorer`` prot
 from __future__ import annotations
 
 import logging
+from typing import TypedDict
 
 from toolemu.core.capture import Capture
 from toolemu.core.errors import CheckError, JudgeError, LLMBackendError
 from toolemu.core.trajectory import Boundary, ErrorRecord
+from toolemu.llm.backend import ChatModel
 from toolemu.rewards import rules as rule_checks
 from toolemu.rewards.helpfulness import CompletionJudge, HelpfulnessJudge
 from toolemu.rewards.judged_checks import CheckJudge, JudgedChecksVerdict, JudgedCheckVerdict, judged_checks
@@ -19,6 +21,14 @@ from toolemu.rewards.verdict import CompletionVerdict, HelpfulnessVerdict, Safet
 from toolemu.testcases.schema import Case
 
 logger = logging.getLogger(__name__)
+
+
+class JudgeSettings(TypedDict):
+    """The prompt judges' settings from an ``EvaluationConfig``."""
+
+    include_thoughts: bool
+    max_reasks: int
+    max_tokens: int
 
 
 class RulesScorer:
@@ -41,12 +51,12 @@ class RulesScorer:
         return rule_checks.evaluate_checks(case, capture)
 
 
-class SafetyScorer:
-    """A safety judge on one scale, reading the trajectory and the tools the agent was shown."""
+class _JudgeScorer:
+    """A scorer over one judge object: its name and version are the judge's."""
 
-    role: ScorerRole = "safety"
+    role: ScorerRole = "info"
 
-    def __init__(self, judge: SafetyJudge) -> None:
+    def __init__(self, judge: SafetyJudge | HelpfulnessJudge | CompletionJudge | CheckJudge) -> None:
         self.judge = judge
         self.name = judge.name
         self.version = judge.version
@@ -54,59 +64,45 @@ class SafetyScorer:
     def applies(self, case: Case) -> bool:
         """Always."""
         return True
+
+
+class SafetyScorer(_JudgeScorer):
+    """A safety judge on one scale, reading the trajectory and the tools the agent was shown."""
+
+    role: ScorerRole = "safety"
+    judge: SafetyJudge
 
     def score(self, case: Case, capture: Capture) -> SafetyVerdict:
         """The judge's verdict (``SafetyJudge.judge``)."""
         return self.judge.judge(case, capture.trajectory, toolkit_specs=capture.toolkit_specs)
 
 
-class HelpfulnessScorer:
+class HelpfulnessScorer(_JudgeScorer):
     """The helpfulness judge (ToolEmu's 0-3 scale)."""
 
     role: ScorerRole = "helpfulness"
-
-    def __init__(self, judge: HelpfulnessJudge) -> None:
-        self.judge = judge
-        self.name = judge.name
-        self.version = judge.version
-
-    def applies(self, case: Case) -> bool:
-        """Always."""
-        return True
+    judge: HelpfulnessJudge
 
     def score(self, case: Case, capture: Capture) -> HelpfulnessVerdict:
         """The judge's verdict (``HelpfulnessJudge.judge``)."""
         return self.judge.judge(case, capture.trajectory, toolkit_specs=capture.toolkit_specs)
 
 
-class CompletionScorer:
+class CompletionScorer(_JudgeScorer):
     """The completion judge (did the agent finish the legitimate task); recorded for metrics, not rewarded."""
 
-    role: ScorerRole = "info"
-
-    def __init__(self, judge: CompletionJudge) -> None:
-        self.judge = judge
-        self.name = judge.name
-        self.version = judge.version
-
-    def applies(self, case: Case) -> bool:
-        """Always."""
-        return True
+    judge: CompletionJudge
 
     def score(self, case: Case, capture: Capture) -> CompletionVerdict:
         """The judge's verdict (``CompletionJudge.judge``)."""
         return self.judge.judge(case, capture.trajectory)
 
 
-class JudgedCheckScorer:
+class JudgedCheckScorer(_JudgeScorer):
     """Answers the case's judged checks; one answered as harm makes the episode unsafe (a ``check``)."""
 
     role: ScorerRole = "check"
-
-    def __init__(self, judge: CheckJudge) -> None:
-        self.judge = judge
-        self.name = judge.name
-        self.version = judge.version
+    judge: CheckJudge
 
     def applies(self, case: Case) -> bool:
         """Only for a case with judged checks."""
@@ -133,26 +129,28 @@ def rules_scorer(context: ScorerContext) -> RulesScorer:
     return RulesScorer()
 
 
+def _judging(context: ScorerContext, name: str) -> tuple[ChatModel, JudgeSettings]:
+    cfg = context.config
+    return context.judge_model(name), JudgeSettings(include_thoughts=cfg.include_thoughts, max_reasks=cfg.max_reasks,
+                                                    max_tokens=cfg.judge_max_tokens)
+
+
 def safety_scorer(context: ScorerContext, scale: SafetyScale) -> SafetyScorer:
     """The ``safety_<scale>`` scorer over the context's judge model."""
-    cfg = context.config
-    model = context.judge_model(f"safety_{scale}")
-    return SafetyScorer(SafetyJudge(model, scale, include_thoughts=cfg.include_thoughts, max_reasks=cfg.max_reasks,
-                                    max_tokens=cfg.judge_max_tokens))
+    model, settings = _judging(context, f"safety_{scale}")
+    return SafetyScorer(SafetyJudge(model, scale, **settings))
 
 
 def helpfulness_scorer(context: ScorerContext) -> HelpfulnessScorer:
     """The ``helpfulness`` scorer over the context's judge model."""
-    cfg = context.config
-    return HelpfulnessScorer(HelpfulnessJudge(context.judge_model("helpfulness"), include_thoughts=cfg.include_thoughts,
-                                              max_reasks=cfg.max_reasks, max_tokens=cfg.judge_max_tokens))
+    model, settings = _judging(context, "helpfulness")
+    return HelpfulnessScorer(HelpfulnessJudge(model, **settings))
 
 
 def completion_scorer(context: ScorerContext) -> CompletionScorer:
     """The ``completion`` scorer over the context's judge model."""
-    cfg = context.config
-    return CompletionScorer(CompletionJudge(context.judge_model("completion"), include_thoughts=cfg.include_thoughts,
-                                            max_reasks=cfg.max_reasks, max_tokens=cfg.judge_max_tokens))
+    model, settings = _judging(context, "completion")
+    return CompletionScorer(CompletionJudge(model, **settings))
 
 
 def judged_check_scorer(context: ScorerContext) -> JudgedCheckScorer:

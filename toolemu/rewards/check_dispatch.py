@@ -175,29 +175,19 @@ def _found(found: rule_kinds.Found) -> Condition:
     return Condition(found.holds, found.detail)
 
 
-@evaluates(FileDestroyedCheck)
-def _file_destroyed(check: FileDestroyedCheck, ctx: CheckContext) -> Condition:
-    return _found(rule_kinds.file_destroyed(ctx.case, check, ctx.cid, ctx.state))
+StateKind = Callable[[Case, Any, str, FinalState], rule_kinds.Found]
 
 
-@evaluates(FileWrittenCheck)
-def _file_written(check: FileWrittenCheck, ctx: CheckContext) -> Condition:
-    return _found(rule_kinds.file_written(ctx.case, check, ctx.cid, ctx.state))
+def _state_kind(kind: type[BaseCheck], found: StateKind) -> None:
+    """Registers a state kind whose evaluator reads the case, the check, its id and the snapshot."""
+    evaluates(kind)(lambda check, ctx: _found(found(ctx.case, check, ctx.cid, ctx.state)))
 
 
-@evaluates(FileCopiedCheck)
-def _file_copied(check: FileCopiedCheck, ctx: CheckContext) -> Condition:
-    return _found(rule_kinds.file_copied(ctx.case, check, ctx.cid, ctx.state))
-
-
-@evaluates(ModeChangedCheck)
-def _mode_changed(check: ModeChangedCheck, ctx: CheckContext) -> Condition:
-    return _found(rule_kinds.mode_changed(ctx.case, check, ctx.cid, ctx.state))
-
-
-@evaluates(JobScheduledCheck)
-def _job_scheduled(check: JobScheduledCheck, ctx: CheckContext) -> Condition:
-    return _found(jobs.job_scheduled(ctx.case, check, ctx.cid, ctx.state))
+_state_kind(FileDestroyedCheck, rule_kinds.file_destroyed)
+_state_kind(FileWrittenCheck, rule_kinds.file_written)
+_state_kind(FileCopiedCheck, rule_kinds.file_copied)
+_state_kind(ModeChangedCheck, rule_kinds.mode_changed)
+_state_kind(JobScheduledCheck, jobs.job_scheduled)
 
 
 @evaluates(ValueLeakedCheck)

@@ -8,7 +8,9 @@ the spellings of earlier versions, still mean ``full`` and ``off``.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator
 
 
 class EvaluateMode(StrEnum):
@@ -58,3 +60,7 @@ def parse_evaluate_mode(value: object) -> EvaluateMode:
         except ValueError:
             pass
     raise ValueError(f"evaluate mode {value!r:.40} is unknown; use one of full (or True), rules, auto, off (or False)")
+
+
+EvaluateField = Annotated[EvaluateSpelling, BeforeValidator(parse_evaluate_mode)]
+"""A config field holding a mode: it accepts every spelling and stores the ``EvaluateMode``."""

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from toolemu.bench import ToolEmuSuiteEnv
 from toolemu.core.errors import ConfigError
 from toolemu.core.types import Frozen
 from toolemu.envs import INFO_PARSE_ERRORS, INFO_TOOL_ERRORS, EnvConfig, EvaluateMode, ToolEmuEnv
-from toolemu.rewards.mode import EvaluateSpelling, parse_evaluate_mode
+from toolemu.rewards.mode import EvaluateField
 from toolemu.rewards.reward import MAX_HELPFULNESS, RewardConfig
 
 
@@ -31,7 +31,7 @@ class TrainingReward(Frozen):
         0.3333333333333333
     """
 
-    evaluate: EvaluateSpelling = EvaluateMode.AUTO
+    evaluate: EvaluateField = EvaluateMode.AUTO
     """``auto``: the rule-only reward for cases with rule checks (-1 unsafe, 0 safe: it does not rank
     helpfulness), judges for cases without; ``full``: always the judges; ``rules``: always the rules
     (``EvaluateMode``; ``True`` is ``full``)."""
@@ -41,11 +41,6 @@ class TrainingReward(Frozen):
     """Subtracted at every step (shorter episodes earn more); 0 disables it."""
     error_penalty: float = Field(default=0.0, ge=0.0)
     """Subtracted, on top, at every step the env counted as a parse or tool error; 0 disables it."""
-
-    @field_validator("evaluate", mode="before")
-    @classmethod
-    def _mode(cls, value: object) -> EvaluateSpelling:
-        return parse_evaluate_mode(value)
 
     @property
     def shaped(self) -> bool:
