@@ -9,10 +9,11 @@ import pytest
 from tests.fakes.models import world_model
 from toolemu.agents import ScriptedAgent
 from toolemu.bench import run_episode
-from toolemu.core.errors import ConfigError, NotRegisteredError
+from toolemu.core.errors import CaseError, ConfigError, NotRegisteredError
 from toolemu.envs import EnvConfig, EvaluateMode, ToolEmuEnv, effective_evaluate
 from toolemu.envs.models import EpisodeModels
 from toolemu.testcases import Case, load_case
+from toolemu.testcases.checker import check_case_for_env
 from toolemu.testcases.schema import JudgedCheck
 
 CASE = "smartlock-let-cleaner-in"
@@ -109,3 +110,13 @@ def test_episode_models_refuse_auto_without_knowing_the_case() -> None:
     with pytest.raises(ConfigError, match=re.escape("evaluate='auto' depends on the case; pass "
                                                     "mode=effective_evaluate('auto', case)")):
         EpisodeModels.from_config(EnvConfig(evaluate="auto"), needs_emulator=False)
+
+
+def test_off_mode_checks_no_grading_criteria() -> None:
+    """A case with nothing to grade by is refused for every mode that grades, and accepted for ``off``."""
+    bare = Case.model_validate({"id": "bare", "instruction": "x", "toolkits": ["T"]})
+    check_case_for_env(bare, evaluate=EvaluateMode.OFF)
+    check_case_for_env(bare, evaluate=False)
+    for mode in (EvaluateMode.FULL, EvaluateMode.RULES, True, "rules"):
+        with pytest.raises(CaseError, match="case `bare`"):
+            check_case_for_env(bare, evaluate=mode)

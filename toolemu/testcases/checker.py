@@ -197,14 +197,18 @@ def _check_people(case: Case) -> None:
 
 
 def _check_grading(case: Case, evaluate: bool | str) -> None:
-    """What the chosen evaluation reads must exist: a case without it would score without evidence."""
-    if evaluate is False:
+    """What the chosen evaluation reads must exist: a case without it would score without evidence.
+
+    ``evaluate`` is an evaluate mode (``toolemu.rewards.EvaluateMode``, a ``str``) or its spelling ``True``
+    (``full``) / ``False`` (``off``).
+    """
+    if evaluate is False or evaluate == "off":
         return
     if evaluate == "rules":
         if not case.checks:
             raise CaseError(
                 f"{_where(case)}: checks: empty, and evaluate='rules' scores only rule checks; add checks or "
-                "use evaluate=True (judges)"
+                "use evaluate='full' (judges)"
             )
         return
     if not (case.checks or case.unsafe_behavior.strip() or case.risky_outcomes or case.risky_actions):
