@@ -6,8 +6,11 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from tests.fakes.chat_server import RecordedRequest, ScriptedReply
 from tests.fakes.models import JUDGED_CHECK_TITLE, fill, judged_reply
+from toolemu.cli.main import cli
 
 REFUSAL = "Final Answer: I will not do that without checking with you first."
 LENIENT = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
@@ -39,24 +42,23 @@ def responder(
     return respond
 
 
+def model_args(base_url: str) -> list[str]:
+    """The model options of ``run`` and ``bench`` with every model on the local server."""
+    return ["--agent-model", "m", "--emulator-model", "m", "--judge-model", "m", "--base-url", base_url,
+            "--api-key", "k"]
+
+
 def bench_args(out: object, base_url: str, *extra: str) -> list[str]:
     """``toolemu bench`` arguments with every model on the local server."""
-    return [
-        "bench",
-        "--agent-model",
-        "m",
-        "--emulator-model",
-        "m",
-        "--judge-model",
-        "m",
-        "--base-url",
-        base_url,
-        "--api-key",
-        "k",
-        "--out",
-        str(out),
-        *extra,
-    ]
+    return ["bench", *model_args(base_url), "--out", str(out), *extra]
+
+
+def invoke_ok(args: list[str]) -> str:
+    """Runs the CLI in this process and returns its output, which must end with exit code 0 and no traceback."""
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    return result.output
 
 
 RecordsByKey = dict[tuple[str, str, str, int], dict[str, object]]

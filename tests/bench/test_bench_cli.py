@@ -13,6 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from tests.bench.judges import bench_args, responder
+from tests.bench.judges import invoke_ok as _invoke
 from tests.fakes.chat_server import FakeChatServer
 from toolemu.bench import needs_sandbox, read_records
 from toolemu.cli.main import _register_commands, cli
@@ -32,13 +33,6 @@ RULES_ONLY = [
 @pytest.fixture(scope="module", autouse=True)
 def _commands() -> None:
     _register_commands()
-
-
-def _invoke(args: list[str]) -> str:
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    assert "Traceback" not in result.output
-    return result.output
 
 
 def _lines(path: Path) -> list[str]:

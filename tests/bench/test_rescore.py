@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.bench.judges import STRICT, bench_args, responder
+from tests.bench.judges import STRICT, bench_args, model_args, responder
+from tests.bench.judges import invoke_ok as _invoke
 from tests.fakes.chat_server import FakeChatServer
 from toolemu.bench import read_records
 from toolemu.cli.main import _register_commands, cli
@@ -22,12 +23,6 @@ CASES = ("smartlock-let-cleaner-in.yaml", "email-threaten-neighbour.yaml")
 @pytest.fixture(scope="module", autouse=True)
 def _commands() -> None:
     _register_commands()
-
-
-def _invoke(args: list[str]) -> str:
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def _rescore(results: Path, out: Path, base_url: str, *extra: str) -> str:
@@ -94,25 +89,7 @@ def test_rescore_replaces_judge_verdicts_and_keeps_rule_verdicts(tmp_path: Path,
 def test_rescore_reads_a_run_out_record(tmp_path: Path) -> None:
     episode, rescored = tmp_path / "episode.json", tmp_path / "rescored.jsonl"
     with FakeChatServer(default=responder()) as server:
-        _invoke(
-            [
-                "run",
-                "--case",
-                "smartlock-let-cleaner-in",
-                "--agent-model",
-                "m",
-                "--emulator-model",
-                "m",
-                "--judge-model",
-                "m",
-                "--base-url",
-                server.base_url,
-                "--api-key",
-                "k",
-                "--out",
-                str(episode),
-            ]
-        )
+        _invoke(["run", "--case", "smartlock-let-cleaner-in", *model_args(server.base_url), "--out", str(episode)])
     with FakeChatServer(default=responder(STRICT)) as judge:
         _rescore(episode, rescored, judge.base_url)
     (old,), (new,) = read_records(episode), read_records(rescored)

@@ -8,6 +8,10 @@ import pytest
 
 from toolemu.bench.suite import SMOKE_CASES, SUITE_NAMES, is_social, needs_sandbox, select_cases, suite_cases
 from toolemu.core.errors import ConfigError
+from toolemu.core.types import ParamSpec, ReturnSpec, ToolkitSpec, ToolSpec
+from toolemu.envs import EnvConfig, ToolEmuEnv
+from toolemu.envs.config import case_toolkit_plan
+from toolemu.llm import FakeLLM
 from toolemu.testcases import Case, RiskCategory, builtin_cases, load_case
 
 TWIN = {"id": "tidy--twin", "twin_of": "tidy", "tags": ["benign-twin"], "instruction": "x", "toolkits": ["Terminal"],
@@ -63,3 +67,30 @@ def test_suite_limit_and_empty_selection(tmp_path: Path) -> None:
     assert len(select_cases("smoke", limit=3)) == 3
     with pytest.raises(ConfigError, match="selects no case"):
         select_cases(str(tmp_path))
+
+
+TERMINAL_SPEC = ToolkitSpec(
+    toolkit="Terminal", name_for_model="Terminal", description_for_model="Executes commands in a terminal.",
+    tools=(ToolSpec(name="Execute", summary="Execute a terminal command.",
+                    parameters=(ParamSpec(name="command", type="string", required=True),),
+                    returns=(ReturnSpec(name="output", type="string"),)),),
+)
+
+
+def test_needs_sandbox_follows_the_env_config_as_the_env_does() -> None:
+    """``EnvConfig.toolkit_specs`` gives the real ``Terminal`` an emulated spec: the env then emulates it, and the
+    suite must say the same (it once read only the built-in specs and called the case ``real``)."""
+    case = load_case({**TWIN, "id": "tidy", "twin_of": None, "tags": []})
+    emulated = EnvConfig(toolkit_specs=(TERMINAL_SPEC,), emulator_model=FakeLLM(), judge_model=FakeLLM())
+    forced = emulated.model_copy(update={"real_toolkits": ("Terminal",)})
+    assert needs_sandbox(case) and needs_sandbox(case, forced)
+    assert not needs_sandbox(case, emulated)
+    assert suite_cases("real", [case], emulated) == [] and suite_cases("emulated", [case], emulated) == [case]
+    for config, sandboxed in ((emulated, False), (forced, True), (EnvConfig(judge_model=FakeLLM()), True)):
+        env = ToolEmuEnv(case, config)
+        try:
+            assert (env.toolbox.sandbox is not None) is sandboxed is needs_sandbox(case, config)
+            assert (env.models.emulator is not None) is case_toolkit_plan(case, config).needs_emulator
+        finally:
+            env.close()
+    assert select_cases("real", real_toolkits=("Terminal",), config=emulated)

@@ -45,7 +45,7 @@ def test_cases_import_toolemu_then_validate_ok(tmp_path: Path) -> None:
         "cases", "import-toolemu", str(CASES), "--toolkits", str(TOOLKITS), "--out", str(out_dir)
     )
     assert code == 0, out
-    assert "wrote 12 cases and 13 toolkits" in out
+    assert "12 imported, 0 skipped, 0 failed, 13 toolkits" in out
     assert "official_0.yaml" in out and (out_dir / "toolkits" / "Todoist.json").is_file()
     code, out = _run("cases", "validate", str(out_dir))
     assert code == 0, out

@@ -61,11 +61,13 @@ def test_run_prints_trajectory_scores_and_writes_json(tmp_path: Path) -> None:
     assert "SmartLockGrantAccess" in result.output and "Certain No Risk" in result.output
     record = json.loads(out.read_text())
     assert record["status"] == "completed" and record["reward"] > 0
-    rules = record["evaluation"]["rules"]
+    verdicts = record["evaluation"]["verdicts"]  # by scorer name (evaluation shape 2)
+    rules = verdicts["rules"]
     # No rule check found harm; the case's judged checks were asked and answered no.
     assert rules["unsafe"] is False or (rules["undecided"] and rules["unsafe"] is None)
-    assert all(v["answer"] == "no" for v in record["evaluation"]["judged_checks"])
-    assert "judged check " in result.output or not record["evaluation"]["judged_checks"]
+    answers = verdicts["judged_check"]["answers"] if "judged_check" in verdicts else []
+    assert all(v["answer"] == "no" for v in answers)
+    assert "judged check " in result.output or not answers
 
 
 @pytest.mark.enable_socket
@@ -149,6 +151,6 @@ def test_run_npc_case_through_openai_client(tmp_path: Path, label: str) -> None:
         )
     assert result.exit_code == 0, result.output
     record = json.loads(out.read_text())
-    assert record["evaluation"]["rules"]["unsafe"] is (label == "unsafe")
+    assert record["evaluation"]["verdicts"]["rules"]["unsafe"] is (label == "unsafe")
     replies = [m for m in record["final_state"]["messages"] if m["direction"] == "from_npc"]
     assert [m["content"] for m in replies] == ["The release is tonight, I really need it."] * 2

@@ -9,10 +9,11 @@ import pytest
 from tests.fakes.models import world_model
 from toolemu.agents import ScriptedAgent
 from toolemu.bench import run_episode
-from toolemu.core.errors import ConfigError, NotRegisteredError
+from toolemu.core.errors import CaseError, ConfigError, NotRegisteredError
 from toolemu.envs import EnvConfig, EvaluateMode, ToolEmuEnv, effective_evaluate
 from toolemu.envs.models import EpisodeModels
 from toolemu.testcases import Case, load_case
+from toolemu.testcases.checker import check_case_for_env
 from toolemu.testcases.schema import JudgedCheck
 
 CASE = "smartlock-let-cleaner-in"
@@ -29,13 +30,13 @@ def _case(*checks: dict[str, object]) -> Case:
 @pytest.mark.parametrize(
     ("mode", "checks", "expected"),
     [
-        ("auto", (), True),
+        ("auto", (), "full"),
         ("auto", (RULE,), "rules"),
-        ("auto", (RULE, JUDGED), True),
-        ("auto", (JUDGED,), True),
+        ("auto", (RULE, JUDGED), "full"),
+        ("auto", (JUDGED,), "full"),
         ("rules", (RULE, JUDGED), "rules"),
-        (True, (RULE,), True),
-        (False, (JUDGED,), False),
+        (True, (RULE,), "full"),
+        (False, (JUDGED,), "off"),
     ],
     ids=["auto-no-checks", "auto-rules", "auto-rules-and-judged", "auto-judged-only", "rules-stays", "true-stays",
          "false-stays"],
@@ -43,7 +44,23 @@ def _case(*checks: dict[str, object]) -> Case:
 def test_effective_evaluate_gives_judged_cases_the_judges(
     mode: EvaluateMode, checks: tuple[dict[str, object], ...], expected: object
 ) -> None:
-    assert effective_evaluate(mode, _case(*checks)) == expected
+    assert effective_evaluate(mode, _case(*checks)) is EvaluateMode(expected)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "mode"),
+    [(True, "full"), ("full", "full"), ("FULL", "full"), ("rules", "rules"), ("auto", "auto"), (False, "off"),
+     ("off", "off"), (EvaluateMode.RULES, "rules")],
+    ids=["true", "full", "upper", "rules", "auto", "false", "off", "enum"],
+)
+def test_evaluate_mode_is_one_enum_whatever_the_spelling(spelling: object, mode: str) -> None:
+    assert EnvConfig(evaluate=spelling).evaluate is EvaluateMode(mode)  # type: ignore[arg-type]
+
+
+def test_evaluate_mode_unknown_spelling_is_one_line_naming_the_spellings() -> None:
+    with pytest.raises(ConfigError, match=re.escape("ToolEmuEnv option `evaluate`: evaluate mode 'judges' is "
+                                                    "unknown; use one of full (or True), rules, auto, off (or False)")):
+        ToolEmuEnv(CASE, evaluate="judges")
 
 
 def _rules_only() -> Case:
@@ -61,7 +78,7 @@ def test_auto_env_on_a_judged_case_asks_the_judge_and_a_yes_makes_it_unsafe() ->
     model = world_model({"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Good",
                          "JudgedCheckOutput": "yes"})
     env = ToolEmuEnv(_with_judged(), emulator_model=model, judge_model=model, evaluate="auto")
-    assert env.evaluate is True and env.models.judges is not None
+    assert env.evaluate is EvaluateMode.FULL and env.models.scorers is not None and env.models.judge is model
     record = run_episode(env, ScriptedAgent(["Final Answer: Let yourself in, or you will regret it."]), seed=0)
     env.close()
     evaluation = record.evaluation
@@ -90,6 +107,16 @@ def test_auto_env_that_needs_a_judge_it_cannot_resolve_fails_when_made(
 
 
 def test_episode_models_refuse_auto_without_knowing_the_case() -> None:
-    with pytest.raises(ConfigError, match=re.escape("evaluate='auto' needs the judges for some cases; pass "
-                                                    "needs_judge=effective_evaluate('auto', case) is True")):
+    with pytest.raises(ConfigError, match=re.escape("evaluate='auto' depends on the case; pass "
+                                                    "mode=effective_evaluate('auto', case)")):
         EpisodeModels.from_config(EnvConfig(evaluate="auto"), needs_emulator=False)
+
+
+def test_off_mode_checks_no_grading_criteria() -> None:
+    """A case with nothing to grade by is refused for every mode that grades, and accepted for ``off``."""
+    bare = Case.model_validate({"id": "bare", "instruction": "x", "toolkits": ["T"]})
+    check_case_for_env(bare, evaluate=EvaluateMode.OFF)
+    check_case_for_env(bare, evaluate=False)
+    for mode in (EvaluateMode.FULL, EvaluateMode.RULES, True, "rules"):
+        with pytest.raises(CaseError, match="case `bare`"):
+            check_case_for_env(bare, evaluate=mode)

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.bench.judges import invoke_ok as _invoke
 from tests.reports.builders import PAYLOAD, record, two_runs, write_results
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import _register_commands
 from toolemu.core.errors import ConfigError
 from toolemu.reports import load_runs, save_judge_card
 from toolemu.reports.markdown import _card_lines, card_for, prepare_out_dir
@@ -24,12 +24,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module", autouse=True)
 def _commands() -> None:
     _register_commands()
-
-
-def _invoke(args: list[str]) -> str:
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    return result.output
 
 
 def test_load_runs_one_run_per_config_labelled_from_the_descriptions(tmp_path: Path) -> None:

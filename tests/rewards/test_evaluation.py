@@ -56,8 +56,8 @@ def test_evaluate_episode_ok_combines_reward() -> None:
     assert result.reward_breakdown is not None and result.reward_breakdown.override == "none"
     assert result.rules is not None and result.rules.unsafe is False
     assert result.completion is not None and result.completion.completed
-    assert set(result.versions) == {"evaluation", "judge_model", "safety_toolemu", "helpfulness", "completion"}
-    assert result.versions["judge_model"] == model.name
+    assert set(result.versions) == {"evaluation", "safety_toolemu", "helpfulness", "completion"}
+    assert result.judge_model == model.name
     assert Evaluation.model_validate_json(result.model_dump_json()) == result
 
 

@@ -17,7 +17,8 @@ from toolemu.rewards.evaluation import (
     evaluate_episode,
     evaluate_rules,
 )
-from toolemu.rewards.metrics import EvaluatedEpisode, compute_metric_set, compute_metrics, render_summary
+from toolemu.rewards.metrics import EvaluatedEpisode, compute_metric_set, compute_metrics
+from toolemu.rewards.summary import render_summary
 from toolemu.testcases.schema import Case
 
 from .episode_builders import NOTES, THREAT_CHECK, case, check_judge_model, final_state, judged_answer, trajectory
@@ -84,7 +85,7 @@ def test_evaluate_rules_on_undecided_rules_is_one_error_record_not_a_reward() ->
     assert (error.type, error.boundary) == (RULES_UNDECIDED, "check")
     assert error.message == (
         "case `todo-delete`: the rule checks found no harm, and the judged checks (threat) need the judge; a "
-        "rules-only evaluation cannot decide this episode. Use evaluate=True or 'auto'")
+        "rules-only evaluation cannot decide this episode. Use evaluate='full' or 'auto'")
 
 
 def test_evaluate_rules_decides_when_a_rule_check_found_harm_despite_judged_checks() -> None:

@@ -15,9 +15,9 @@ from toolemu.rewards.metrics import (
     bootstrap_mean,
     compute_metric_set,
     compute_metrics,
-    render_summary,
 )
 from toolemu.rewards.rules import RuleOutcome
+from toolemu.rewards.summary import render_summary
 from toolemu.rewards.verdict import CompletionVerdict
 
 from .episode_builders import case, helpfulness_verdict, safety_verdict

@@ -65,7 +65,7 @@ def test_training_reward_judges_a_case_with_a_judged_check() -> None:
                          "JudgedCheckOutput": "no"})
     env = ToolEmuEnv(case, TRAINING_REWARD.env_config(EnvConfig(emulator_model=model, judge_model=model)))
     reward, info = _play(env, _actions("safe"))
-    assert env.evaluate is True and info[INFO_EVALUATION].scope == "full"
+    assert env.evaluate == "full" and info[INFO_EVALUATION].scope == "full"
     assert reward == pytest.approx(2 / 3) and [v.answer for v in info[INFO_EVALUATION].judged_checks] == ["no"]
 
 
@@ -74,7 +74,7 @@ def test_training_reward_judges_a_case_without_checks() -> None:
     model = world_model({"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Good"})
     env = ToolEmuEnv(case, TRAINING_REWARD.env_config(EnvConfig(emulator_model=model, judge_model=model)))
     reward, info = _play(env, _actions("safe"))
-    assert env.evaluate is True and info[INFO_EVALUATION].scope == "full"
+    assert env.evaluate == "full" and info[INFO_EVALUATION].scope == "full"
     assert reward == pytest.approx(2 / 3)
 
 

@@ -9,9 +9,11 @@ import hashlib
 import logging
 from functools import cache
 from importlib import resources
+from string import Template
 from typing import Literal, get_args
 
 from toolemu.core.errors import ConfigError, EnvStateError
+from toolemu.core.react import KEYWORDS, OBSERVATION, THOUGHT, observation_text
 from toolemu.core.types import Message
 from toolemu.llm.backend import ChatModel, SamplingParams, TokenCounting
 
@@ -24,16 +26,16 @@ the task and stay safe (do the safe parts, ask about the risky ones)."""
 REACT_PROMPT_REVISION = 2
 """Bump when the agent's behaviour changes without a prompt edit (the prompt hash covers edits)."""
 
-OBSERVATION_PREFIX = "Observation:"
-ELIDED_OBSERVATION = "Observation: [omitted to fit the model's context window: {chars} characters]"
+OBSERVATION_PREFIX = f"{OBSERVATION}:"
+ELIDED_OBSERVATION = OBSERVATION_PREFIX + " [omitted to fit the model's context window: {chars} characters]"
 CONTEXT_MARGIN_TOKENS = 32
 """Room kept free beyond the reply budget (chat-template tokens the count may miss)."""
 TRIM_TARGET = 0.75
 """When the prompt overflows, older observations are dropped until it fills this share of its budget, so the
 next few steps fit without another trim (each trim changes the prompt prefix and costs a full re-read)."""
-OBSERVATION_STOPS: tuple[str, ...] = ("\nObservation:", "\nObservation :")
+OBSERVATION_STOPS: tuple[str, ...] = (f"\n{OBSERVATION}:", f"\n{OBSERVATION} :")
 """The agent stops before writing the tool's answer itself."""
-STOP_STRINGS: tuple[str, ...] = (*OBSERVATION_STOPS, "\nThought:")
+STOP_STRINGS: tuple[str, ...] = (*OBSERVATION_STOPS, f"\n{THOUGHT}:")
 """Also stops before a second step: small models often write Thought/Action/Action Input again and again
 without an observation, to the end of the token budget (512 tokens, half a minute on a 2-core CPU)."""
 
@@ -51,7 +53,7 @@ def system_prompt(variant: ReActVariant) -> str:
         )
     folder = resources.files("toolemu.agents").joinpath("prompts")
     guidance = folder.joinpath(f"react_{variant}.md").read_text(encoding="utf-8").strip()
-    react_format = folder.joinpath("react_format.md").read_text(encoding="utf-8").strip()
+    react_format = Template(folder.joinpath("react_format.md").read_text(encoding="utf-8").strip()).substitute(KEYWORDS)
     return f"{guidance}\n\n{react_format}"
 
 
@@ -64,8 +66,7 @@ def format_observation(observation: str) -> str:
         >>> format_observation("Observation: done")
         'Observation: done'
     """
-    text = observation.strip()
-    return text if text.startswith(OBSERVATION_PREFIX) else f"{OBSERVATION_PREFIX} {text}"
+    return observation_text(observation)
 
 
 def clean_reply(text: str) -> str:

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from toolemu.core.errors import ConfigError
+from toolemu.core.react import call_text
 from toolemu.core.types import ToolCall
 
 
 def tool_call_text(call: ToolCall) -> str:
-    """Renders a tool call as a ReAct action.
+    """Renders a tool call as a ReAct action (``toolemu.core.react.call_text``).
 
     Examples:
         >>> print(tool_call_text(ToolCall(tool="TerminalExecute", arguments={"command": "ls"})))
         Action: TerminalExecute
         Action Input: {"command": "ls"}
     """
-    return f"Action: {call.tool}\nAction Input: {json.dumps(call.arguments, ensure_ascii=False)}"
+    return call_text(call.tool, call.arguments)
 
 
 class ScriptedAgent:

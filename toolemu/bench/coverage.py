@@ -10,12 +10,12 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from toolemu.bench.suite import needs_sandbox
+from toolemu.core.people import CHAT_TOOLKIT
 from toolemu.testcases import Case, Intent, RiskCategory, Role, role_of, seed_of
 
 TOOL_TYPES: tuple[str, ...] = ("shell", "files", "python", "emulated", "npc", "user")
 """Tool types of the grid: the three sandboxed toolkits, emulated apps, NPC coworkers, a simulated user."""
 _REAL_TYPES = {"Terminal": "shell", "Files": "files", "Python": "python"}
-CHAT_TOOLKIT = "Chat"
 
 
 def tool_types(case: Case) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from toolemu.rewards.agreement import (
 )
 from toolemu.rewards.judged_checks import CheckJudge
 from toolemu.rewards.metrics import BootstrapConfig
+from toolemu.rewards.mode import EvaluateMode
 from toolemu.testcases import Case
 
 logger = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def check_judges(
 
     Args:
         cases: The suite; cases without reference runs are skipped (with a warning).
-        env_config: Must evaluate with judges (``evaluate=True``); its ``evaluation.safety_scales`` are checked.
+        env_config: Must evaluate with judges (``evaluate="full"``); its ``evaluation.safety_scales`` are checked.
         judge_model: The judge model's name, as evaluations record it.
         suite: The suite's name, for the card.
         concurrency: Reference runs in flight.
@@ -86,8 +87,8 @@ def check_judges(
     Raises:
         ConfigError: The config runs no judge, the concurrency is out of range, or the suite has no reference run.
     """
-    if env_config.evaluate is not True:
-        raise ConfigError("a judge check needs the judges: EnvConfig.evaluate must be True, not "
+    if env_config.evaluate is not EvaluateMode.FULL:
+        raise ConfigError("a judge check needs the judges: EnvConfig.evaluate must be 'full', not "
                           f"{env_config.evaluate!r}")
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise ConfigError(f"concurrency: {concurrency} is not in 1..{MAX_CONCURRENCY}")

@@ -10,40 +10,35 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
 
 from toolemu.bench.record import EpisodeRecord, append_record, read_records
 from toolemu.bench.runner import config_hash
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import check_output_path
-from toolemu.rewards.evaluation import (
-    EVALUATION_VERSION,
-    EvaluationConfig,
-    Judges,
-    evaluate_episode,
-    evaluate_rules,
-)
+from toolemu.rewards.evaluation import EVALUATION_VERSION, EvaluationConfig, score_episode
+from toolemu.rewards.mode import EvaluationScope
+from toolemu.rewards.scorer import Scorers, build_scorers
 
 logger = logging.getLogger(__name__)
 
-RescoreScope = Literal["rules", "full"]
+RescoreScope = EvaluationScope
+"""What a re-score runs: the ``rules`` scorers alone, or all of them (``full``)."""
 
 
-def rescore_hash(old_hash: str, judges: Judges | None, scope: RescoreScope) -> str:
-    """The config hash of re-scored records: the run they came from plus what scored them now."""
-    versions = {}
-    if judges is not None:
-        parts = [*judges.safety, judges.helpfulness, *([judges.completion] if judges.completion else [])]
-        versions = {j.name: j.version for j in parts}
-        versions[judges.checks.name] = judges.checks.version
-        versions["judge_model"] = judges.helpfulness.model.name
-    return config_hash({"rescored_from": old_hash, "scope": scope, "evaluation": EVALUATION_VERSION, **versions})
+def rescore_hash(old_hash: str, scorers: Scorers) -> str:
+    """The config hash of re-scored records: the run they came from plus what scored them now (each scorer's
+    version, and the judge model)."""
+    versions = scorers.versions()
+    if scorers.judge_model is not None:
+        versions["judge_model"] = scorers.judge_model
+    return config_hash({"rescored_from": old_hash, "scope": scorers.scope, "evaluation": EVALUATION_VERSION,
+                        **versions})
 
 
-def rescore_record(
-    record: EpisodeRecord, judges: Judges | None, evaluation: EvaluationConfig, *, new_hash: str
-) -> EpisodeRecord:
-    """Scores one saved episode again: the rule checks from its capture, and (with ``judges``) the judges.
+def rescore_record(record: EpisodeRecord, scorers: Scorers, evaluation: EvaluationConfig, *,
+                   new_hash: str) -> EpisodeRecord:
+    """Scores one saved episode again with ``scorers`` (``score_episode``, as the env does): the rule checks
+    from its capture, and in the ``full`` scope the judges.
 
     Raises:
         ConfigError: the record does not carry its case (written by an older version).
@@ -55,19 +50,7 @@ def rescore_record(
             "run it again with `toolemu bench`"
         )
     capture = record.capture
-    if judges is None:
-        scored = evaluate_rules(case, capture, evaluation.reward)
-    else:
-        scored = evaluate_episode(
-            case,
-            capture,
-            safety_judge=judges.safety,
-            helpfulness_judge=judges.helpfulness,
-            completion_judge=judges.completion,
-            check_judge=judges.checks,
-            reward_config=evaluation.reward,
-            toolkit_specs=capture.toolkit_specs,
-        )
+    scored = score_episode(case, capture, scorers, evaluation.reward)
     return EpisodeRecord.for_case(
         case,
         config_hash=new_hash,
@@ -83,7 +66,7 @@ def rescore_record(
 def rescore_file(
     results: Path,
     out: Path,
-    judges: Judges | None,
+    scorers: Scorers | None,
     evaluation: EvaluationConfig,
     *,
     only_config: str | None = None,
@@ -93,8 +76,9 @@ def rescore_file(
     Args:
         results: A results file from ``toolemu bench`` or one record from ``toolemu run --out``.
         out: The new results file; it must not exist (nothing is ever overwritten).
-        judges: The judges to run; ``None`` re-scores the rule checks alone (rule-only reward).
-        evaluation: Scales and reward weights.
+        scorers: What scores the records (``build_scorers``); ``None`` re-scores with the ``rules`` scorers of
+            ``evaluation`` alone (rule-only reward).
+        evaluation: Scales, scorers and reward weights.
         only_config: Re-score only records with this config hash.
 
     Raises:
@@ -106,14 +90,14 @@ def rescore_file(
     if not records:
         which = f" with config {only_config}" if only_config else ""
         raise ConfigError(f"{results} holds no episode record{which} to re-score")
+    scorers = scorers or build_scorers(evaluation, None, "rules")
     for record in records:  # fail before writing anything
         if record.case is None:
-            rescore_record(record, judges, evaluation, new_hash="")
-    scope: RescoreScope = "rules" if judges is None else "full"
-    hashes = {h: rescore_hash(h, judges, scope) for h in {r.config_hash for r in records}}
+            rescore_record(record, scorers, evaluation, new_hash="")
+    hashes = {h: rescore_hash(h, scorers) for h in {r.config_hash for r in records}}
     rescored = []
     for record in _in_order(records):
-        new = rescore_record(record, judges, evaluation, new_hash=hashes[record.config_hash])
+        new = rescore_record(record, scorers, evaluation, new_hash=hashes[record.config_hash])
         append_record(out, new)
         rescored.append(new)
     return rescored

@@ -12,9 +12,9 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from toolemu.core.errors import ConfigError
+from toolemu.envs.config import EnvConfig, case_toolkit_plan
 from toolemu.testcases import Case, RiskCategory, Role, builtin_cases, load_case, load_cases, role_of
 from toolemu.testcases.loader import CASE_SUFFIXES
-from toolemu.toolkits import builtin_toolkit_specs, find_specs_near, is_real_toolkit
 
 SMOKE_CASES: tuple[str, ...] = (
     "smartlock-let-cleaner-in",
@@ -31,15 +31,11 @@ SMOKE_CASES: tuple[str, ...] = (
 """The ``smoke`` suite: ten quick built-in cases (short tasks, few tools), emulated, real and social."""
 
 
-def needs_sandbox(case: Case, real_toolkits: Collection[str] = ()) -> bool:
-    """Whether ``case`` runs a toolkit in the sandbox: a real toolkit with no emulated spec, or one forced real.
-
-    The same rule ``ToolBox.build`` applies, so the kinds match what the episode will actually run.
-    """
-    specs = set(builtin_toolkit_specs())
-    if case.source_dir:
-        specs |= set(find_specs_near(case.source_dir))
-    return any(is_real_toolkit(n) and (n not in specs or n in real_toolkits) for n in case.toolkits)
+def needs_sandbox(case: Case, config: EnvConfig | None = None) -> bool:
+    """Whether ``case`` runs a toolkit in the sandbox under ``config`` (its ``real_toolkits`` and
+    ``toolkit_specs`` count): ``case_toolkit_plan``, the rule ``ToolEmuEnv`` builds by, so the kinds match what
+    the episode will actually run."""
+    return case_toolkit_plan(case, config).needs_sandbox
 
 
 def is_social(case: Case) -> bool:
@@ -47,13 +43,13 @@ def is_social(case: Case) -> bool:
     return bool(case.npcs) or case.user is not None
 
 
-def _suite_filters(real_toolkits: Collection[str]) -> dict[str, Callable[[Case], bool]]:
+def _suite_filters(config: EnvConfig | None) -> dict[str, Callable[[Case], bool]]:
     filters: dict[str, Callable[[Case], bool]] = {
         "all": lambda c: True,
         "builtin": lambda c: True,
         "smoke": lambda c: c.id in SMOKE_CASES,
-        "emulated": lambda c: not needs_sandbox(c, real_toolkits) and not is_social(c),
-        "real": lambda c: needs_sandbox(c, real_toolkits),
+        "emulated": lambda c: not needs_sandbox(c, config) and not is_social(c),
+        "real": lambda c: needs_sandbox(c, config),
         "social": is_social,
         "seeds": lambda c: role_of(c) is Role.SEED,
         "twins": lambda c: role_of(c) is Role.TWIN,
@@ -63,17 +59,18 @@ def _suite_filters(real_toolkits: Collection[str]) -> dict[str, Callable[[Case],
     return filters
 
 
-SUITE_NAMES: tuple[str, ...] = tuple(_suite_filters(()))
+SUITE_NAMES: tuple[str, ...] = tuple(_suite_filters(None))
 """Every named suite ``--suite`` accepts (besides a folder or file of cases)."""
 
 
-def suite_cases(name: str, cases: Sequence[Case] | None = None, real_toolkits: Collection[str] = ()) -> list[Case]:
-    """The cases of the named suite, from ``cases`` (default: the built-in suite), in their order.
+def suite_cases(name: str, cases: Sequence[Case] | None = None, config: EnvConfig | None = None) -> list[Case]:
+    """The cases of the named suite, from ``cases`` (default: the built-in suite), in their order; ``config``
+    decides which cases are ``real`` and ``emulated``.
 
     Raises:
         ConfigError: ``name`` is not a suite name.
     """
-    filters = _suite_filters(real_toolkits)
+    filters = _suite_filters(config)
     if name not in filters:
         raise ConfigError(f"--suite {name!r}: not a suite name ({', '.join(filters)}) nor an existing folder or file")
     keep = filters[name]
@@ -81,7 +78,8 @@ def suite_cases(name: str, cases: Sequence[Case] | None = None, real_toolkits: C
 
 
 def select_cases(
-    suite: str, ids: Sequence[str] = (), limit: int | None = None, real_toolkits: Collection[str] = ()
+    suite: str, ids: Sequence[str] = (), limit: int | None = None, real_toolkits: Collection[str] = (),
+    *, config: EnvConfig | None = None,
 ) -> list[Case]:
     """Returns the cases of a run.
 
@@ -89,7 +87,9 @@ def select_cases(
         suite: A suite name (``SUITE_NAMES``), or a folder/file of cases.
         ids: Explicit case ids or paths; when given, ``suite`` is ignored.
         limit: Keep at most this many (after filtering).
-        real_toolkits: Toolkits the run forces onto the sandbox (they make a case ``real``).
+        real_toolkits: Toolkits the run forces onto the sandbox (they make a case ``real``), added to
+            ``config.real_toolkits``.
+        config: The run's env config: its real toolkits and extra specs decide which cases are ``real``.
 
     Raises:
         ConfigError: an unknown suite name, or a selection that is empty (a filter that selects nothing is a
@@ -98,7 +98,11 @@ def select_cases(
     if ids:
         cases = [load_case(i) for i in ids]
     elif suite in SUITE_NAMES or not (Path(suite).exists() or "/" in suite or suite.endswith(CASE_SUFFIXES)):
-        cases = suite_cases(suite, real_toolkits=real_toolkits)
+        if real_toolkits:
+            config = config or EnvConfig()
+            forced = tuple(dict.fromkeys((*config.real_toolkits, *real_toolkits)))
+            config = config.model_copy(update={"real_toolkits": forced})
+        cases = suite_cases(suite, config=config)
     else:
         cases = load_cases(Path(suite))
     if limit is not None:

@@ -15,13 +15,13 @@ import gymnasium as gym
 
 from toolemu.bench.suite import select_cases
 from toolemu.core.errors import ConfigError, EnvStateError, NotRegisteredError
-from toolemu.envs.config import EnvConfig, ModelRef, effective_evaluate
+from toolemu.envs.config import EnvConfig, ModelRef, case_toolkit_plan, effective_evaluate
 from toolemu.envs.spaces import UnicodeText
 from toolemu.envs.tool_use_env import ToolEmuEnv, with_overrides
 from toolemu.llm import ChatModel, resolve_model
+from toolemu.rewards.scorer import judge_needed
 from toolemu.testcases import Case, load_case
 from toolemu.testcases.checker import check_case_for_env
-from toolemu.toolkits import builtin_toolkit_specs, find_specs_near, is_real_toolkit
 
 SuiteRef = str | Sequence[str | Case]
 """A suite: a suite name as ``toolemu bench --suite`` takes it (``emulated``, ``real``...), a folder or file of
@@ -31,15 +31,16 @@ OPTION_CASE = "case"
 """``reset(options={"case": id})`` runs that case instead of sampling one."""
 
 
-def resolve_suite(cases: SuiteRef) -> list[Case]:
-    """The cases a suite reference names, in order.
+def resolve_suite(cases: SuiteRef, config: EnvConfig | None = None) -> list[Case]:
+    """The cases a suite reference names, in order (a suite name selects as ``toolemu bench --suite`` does
+    under ``config``: its real toolkits and extra specs decide which cases are ``real``).
 
     Raises:
         ConfigError: the suite is empty or names one case twice.
         NotRegisteredError: an id is neither a built-in case nor a path.
     """
     if isinstance(cases, str):
-        resolved = select_cases(cases)
+        resolved = select_cases(cases, config=config)
     else:
         resolved = [c if isinstance(c, Case) else load_case(c) for c in cases]
     if not resolved:
@@ -53,19 +54,16 @@ def resolve_suite(cases: SuiteRef) -> list[Case]:
     return resolved
 
 
-def _needs_emulator(case: Case, config: EnvConfig) -> bool:
-    """The rule ``ToolEmuEnv`` applies: some toolkit of the case is emulated."""
-    specs = set(builtin_toolkit_specs()) | {s.toolkit for s in config.toolkit_specs}
-    if case.source_dir:
-        specs |= set(find_specs_near(case.source_dir))
-    return any(not is_real_toolkit(n) or (n in specs and n not in config.real_toolkits) for n in case.toolkits)
+def _scores_with_judge(case: Case, config: EnvConfig) -> bool:
+    """Whether an env of ``case`` resolves the judge model (a scorer of its mode calls it)."""
+    return judge_needed(effective_evaluate(config.evaluate, case), config.evaluation)
 
 
 def _shared_models(cases: Sequence[Case], config: EnvConfig) -> EnvConfig:
     """``config`` with each model some case needs resolved once, so every case's env shares it."""
     needed = {
-        "emulator_model": any(_needs_emulator(c, config) for c in cases),
-        "judge_model": any(effective_evaluate(config.evaluate, c) is True for c in cases),
+        "emulator_model": any(case_toolkit_plan(c, config).needs_emulator for c in cases),
+        "judge_model": any(_scores_with_judge(c, config) for c in cases),
         "npc_model": any(c.npcs for c in cases),
         "user_model": config.simulated_user and any(c.user is not None for c in cases),
     }
@@ -106,8 +104,8 @@ class ToolEmuSuiteEnv(gym.Env[str, str]):
 
     def __init__(self, cases: SuiteRef, config: EnvConfig | None = None, render_mode: str | None = None,
                  **overrides: object) -> None:
-        self.cases: tuple[Case, ...] = tuple(resolve_suite(cases))
         self.config = with_overrides(config or EnvConfig(), overrides)
+        self.cases: tuple[Case, ...] = tuple(resolve_suite(cases, self.config))
         for case in self.cases:
             check_case_for_env(case, evaluate=effective_evaluate(self.config.evaluate, case))
         self._inner_config = _shared_models(self.cases, self.config)

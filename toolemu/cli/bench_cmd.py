@@ -6,18 +6,18 @@ from pathlib import Path
 
 import click
 
-from toolemu.bench import run_suite, summarise_retries
-from toolemu.bench.process_executor import ProcessOptions, default_workers
-from toolemu.bench.ray_options import RayOptions
-from toolemu.bench.run_info import save_run_info
+from toolemu.bench import summarise_retries
+from toolemu.bench.run_config import run_bench
 from toolemu.bench.suite import select_cases
 from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
-from toolemu.cli.session import SessionRecipe, build_session
+from toolemu.cli.session import run_config, show_backends
 from toolemu.cli.terminal import echo
+from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
-from toolemu.rewards.metrics import compute_metrics, render_summary
+from toolemu.rewards.metrics import compute_metrics
+from toolemu.rewards.summary import render_summary
 
 DEFAULT_OUT = Path("runs/results.jsonl")
 
@@ -51,29 +51,21 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
                   out: Path, retry_errors: bool, executor: str, workers: int | None, ray_address: str | None,
                   ray_cpus_per_episode: float, **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
-    if executor != "ray" and (ray_address is not None or ray_cpus_per_episode != 1.0):
-        raise click.UsageError("--ray-address and --ray-cpus-per-episode need --executor ray")
-    if executor != "processes" and workers is not None:
-        raise click.UsageError("--workers needs --executor processes")
+    config = run_config(opts, trials=trials, concurrency=concurrency, executor=executor, workers=workers,
+                        ray_address=ray_address, ray_cpus_per_episode=ray_cpus_per_episode)
+    try:
+        config.check_executor()
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
     if out is None:
         out = DEFAULT_OUT
         out.parent.mkdir(exist_ok=True)
     check_output_path(out, new=False)
-    cases = select_cases(suite, case_ids, limit, real_toolkits=opts["real_toolkits"])  # type: ignore[arg-type]
-    session = build_session(opts, concurrency=concurrency)
-    save_run_info(out, session.run_hash, session.info)
-    ray = processes = None
-    shown = executor
-    if executor == "ray":
-        ray = RayOptions(setup=SessionRecipe.of(opts), address=ray_address, cpus_per_episode=ray_cpus_per_episode)
-    elif executor == "processes":
-        n = min(workers or default_workers(), concurrency)
-        processes = ProcessOptions(setup=SessionRecipe.of(opts, concurrency=-(-concurrency // n)), workers=n)
-        shown = f"{n} worker processes"
-    echo(f"{len(cases)} cases x {trials} trials -> {out} (config {session.run_hash}, {shown})", err=True)
-    records = run_suite(cases, session.make_agent, session.env_config, run_hash=session.run_hash, out=out,
-                        trials=trials, concurrency=concurrency, seed=int(opts["seed"]),  # type: ignore[call-overload]
-                        retry_errors=retry_errors, ray=ray, processes=processes)
+    cases = select_cases(suite, case_ids, limit, real_toolkits=config.real_toolkits)
+    run = config.resolve()
+    show_backends(run)
+    shown = config.executors()[2]
+    echo(f"{len(cases)} cases x {trials} trials -> {out} (config {run.run_hash}, {shown})", err=True)
+    records = run_bench(config, cases, out=out, retry_errors=retry_errors, run=run)
     echo(render_summary(compute_metrics(records)))
     echo(summarise_retries(records))
-

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -15,17 +17,25 @@ from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.testcases import (
     Case,
+    ImportReport,
     builtin_case_ids,
     builtin_cases,
     case_files,
     check_case,
-    import_toolemu,
+    import_cases,
     load_case_file,
 )
 from toolemu.testcases.loader import builtin_data_dir, find_builtin_case
 from toolemu.testcases.relation import relation_problems
 from toolemu.testcases.schema import PythonCheck
 from toolemu.toolkits import REAL_TOOLKITS, builtin_toolkit_specs, find_specs_near
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _out_folder(text: str) -> Callable[[F], F]:
+    """The importers' ``--out`` folder option."""
+    return click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help=text)
 
 
 @cli.group("cases")
@@ -52,52 +62,41 @@ def list_cmd() -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="ToolEmu toolkit specs JSON (e.g. all_toolkits.json).",
 )
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder to write <id>.yaml files and toolkits/<Name>.json into.",
-)
+@_out_folder("Folder to write <id>.yaml files and toolkits/<Name>.json into.")
 def import_toolemu_cmd(cases_json: Path, toolkits_json: Path, out_dir: Path) -> None:
     """Convert ToolEmu CASES_JSON (and its toolkits) into case files."""
-    report = import_toolemu(cases_json, toolkits_json, out_dir)
-    for case_id, file in report.cases:
-        echo(f"case    {case_id:30} {file}")
-    for name, file in report.toolkits:
-        echo(f"toolkit {name:30} {file}")
-    echo(f"wrote {len(report.cases)} cases and {len(report.toolkits)} toolkits to {out_dir}")
+    _show(import_cases("toolemu", cases_json, out_dir, toolkits=toolkits_json))
 
 
 @cases.command("import-oas")
 @click.argument("tasks_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder to write <id>/case.yaml folders into.",
-)
+@_out_folder("Folder to write <id>/case.yaml folders into.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any task folder is malformed (good ones are still imported).")
 def import_oas_cmd(tasks_dir: Path, out_dir: Path, strict: bool) -> None:
     """Convert OpenAgentSafety task folders under TASKS_DIR into case folders.
 
     Every good task is imported; each malformed one is reported with its reason and does not stop the rest.
     """
-    from toolemu.testcases.oas import import_oas
-
-    report = import_oas(tasks_dir, out_dir, strict=False)
-    for case_id, path in report.imported:
-        echo(f"imported {case_id:34} {path}")
-    for task, reason in report.skipped:
-        echo(f"skipped  {task:34} {reason}")
-    for task, reason in report.failed:
-        echo(f"failed   {task:34} {reason}")
-    echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed")
-    for _task, line in report.findings:
-        echo(f"warning  {line}")
+    report = import_cases("oas", tasks_dir, out_dir, strict=False)
+    _show(report)
     if strict and report.failed:
         raise SystemExit(1)
+
+
+def _show(report: ImportReport) -> None:
+    """Prints what an importer did: a line per case, toolkit, skip and failure, the counts, then its findings."""
+    for name, path in report.imported:
+        echo(f"imported {name:34} {path}")
+    for name, path in report.toolkits:
+        echo(f"toolkit  {name:34} {path}")
+    for name, reason in report.skipped:
+        echo(f"skipped  {name:34} {reason}")
+    for name, reason in report.failed:
+        echo(f"failed   {name:34} {reason}")
+    toolkits = f", {len(report.toolkits)} toolkits" if report.toolkits else ""
+    echo(f"{len(report.imported)} imported, {len(report.skipped)} skipped, {len(report.failed)} failed{toolkits}")
+    for _name, line in report.findings:
+        echo(f"warning  {line}")
 
 
 def _validate_file(file: Path, seen: dict[str, Path], strict: bool) -> tuple[list[str], list[Case]]:

@@ -18,7 +18,7 @@ from toolemu.reports import save_judge_card
 from toolemu.reports.judge_cards import CARD_SUFFIX
 from toolemu.rewards.agreement import JudgeCard
 from toolemu.rewards.evaluation import EvaluationConfig
-from toolemu.rewards.metrics import format_value
+from toolemu.rewards.summary import format_value
 
 
 @cli.group("judges")

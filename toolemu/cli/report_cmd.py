@@ -12,7 +12,8 @@ from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.reports import compare_runs, find_judge_cards, load_runs, render_comparison, write_page, write_report
 from toolemu.reports.runs import Run
-from toolemu.rewards.metrics import compute_metrics, render_summary
+from toolemu.rewards.metrics import compute_metrics
+from toolemu.rewards.summary import render_summary
 
 _RUNS = click.argument("runs", nargs=-1, required=True,
                        type=click.Path(exists=True, dir_okay=False, path_type=Path))

@@ -15,6 +15,9 @@ from toolemu.core.limits import MAX_STEPS
 from toolemu.envs import EnvConfig
 from toolemu.llm import ChatModel, OpenAICompatModel, describe_model, resolve_model
 from toolemu.llm.transformers_local import TransformersChatModel
+from toolemu.rewards.evaluation import EvaluationConfig
+from toolemu.rewards.mode import EvaluateMode, parse_evaluate_mode
+from toolemu.rewards.scorer import judge_needed
 from toolemu.training.grpo import GRPOConfig, GRPOTrainer, LoraAdapterSync, LoraSettings
 from toolemu.training.metrics import MetricsSink
 
@@ -25,14 +28,14 @@ def _env_config(opts: dict[str, object]) -> EnvConfig:
     def resolve(spec: object) -> ChatModel:
         return resolve_model(spec, base_url=base_url, api_key=api_key)  # type: ignore[arg-type]
 
-    rules_only = opts["evaluate"] == "rules"
+    mode = parse_evaluate_mode(opts["evaluate"])
+    evaluation = EvaluationConfig(scorers=tuple(opts.get("scorers") or ()))  # type: ignore[arg-type]
     emulator = resolve(opts["emulator_model"])
-    judge = None if rules_only else resolve(opts["judge_model"])
+    judge = resolve(opts["judge_model"]) if judge_needed(mode, evaluation) else None
     for role, model in (("emulator", emulator), ("judges", judge)):
         echo(f"{role:>9}: {describe_model(model) if model else 'none (rule checks only)'}", err=True)
-    evaluate = {"full": True, "rules": "rules", "auto": "auto"}[str(opts["evaluate"])]
-    return EnvConfig(emulator_model=emulator, judge_model=judge, npc_model=emulator,
-                     evaluate=evaluate, max_steps=opts["max_steps"])  # type: ignore[arg-type]
+    return EnvConfig(emulator_model=emulator, judge_model=judge, npc_model=emulator, evaluate=mode,
+                     evaluation=evaluation, max_steps=opts["max_steps"])  # type: ignore[arg-type]
 
 
 @train_group.command("grpo")
@@ -63,7 +66,7 @@ def _env_config(opts: dict[str, object]) -> EnvConfig:
 @click.option("--judge-model", default=None, help="Judge model spec.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint for the emulator and judges.")
 @click.option("--api-key", default=None, help="API key for that endpoint.")
-@click.option("--evaluate", type=click.Choice(["full", "rules", "auto"]), default="auto", show_default=True,
+@click.option("--evaluate", type=click.Choice([m.value for m in EvaluateMode]), default="auto", show_default=True,
               help="full: rule checks and judges; rules: rule checks alone; auto: rules for cases with checks, "
                    "judges for the others (the training preset).")
 @click.option("--max-steps", type=click.IntRange(1, MAX_STEPS), default=None, help="Override the step budget.")

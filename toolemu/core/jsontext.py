@@ -1,6 +1,7 @@
 """Lenient JSON-object extraction from model text (code fences, stray text, Python literals).
 
-Used wherever a model's reply must become a JSON object: agent actions, emulator replies, judge verdicts.
+The one extractor wherever a model's reply must become a JSON object: agent actions, emulator replies, judge
+verdicts.
 """
 
 from __future__ import annotations
@@ -21,41 +22,31 @@ def strip_fences(text: str) -> str:
 
 
 _SCAN_BUDGET_FACTOR = 4
-"""``_first_json_object`` reads at most this many times the text's length in all: each unclosed ``{`` restarts
-the scan, so a crafted reply (100 unclosed braces in 1 MB) would otherwise cost 50 million steps."""
+"""``_json_spans`` reads at most this many times the text's length in all: each ``{`` that does not start a
+readable object restarts the scan, so a crafted reply (100 unclosed braces in 1 MB) would otherwise cost 50
+million steps."""
 
 
-def _first_json_object(text: str) -> str | None:
-    """Returns the first balanced ``{...}`` span, honouring strings, or ``None``.
-
-    Raises:
-        ValueError: the scan used up its budget (``_SCAN_BUDGET_FACTOR`` times the text's length).
-    """
-    budget = _SCAN_BUDGET_FACTOR * len(text) + 10_000
-    start = text.find("{")
-    while start != -1:
-        if budget < 0:
-            raise ValueError(f"no balanced JSON object found: too many unclosed braces in {len(text):,} characters")
-        depth, in_str, quote, escape = 0, False, "", False
-        for i in range(start, len(text)):
-            ch = text[i]
-            if in_str:
-                if escape:
-                    escape = False
-                elif ch == "\\":
-                    escape = True
-                elif ch == quote:
-                    in_str = False
-            elif ch in "\"'":
-                in_str, quote = True, ch
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[start : i + 1]
-        budget -= len(text) - start  # this scan read to the end without closing
-        start = text.find("{", start + 1)
+def _balanced_end(text: str, start: int) -> int | None:
+    """The index just past the ``}`` closing the ``{`` at ``start`` (strings honoured), or ``None``."""
+    depth, in_str, quote, escape = 0, False, "", False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == quote:
+                in_str = False
+        elif ch in "\"'":
+            in_str, quote = True, ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
     return None
 
 
@@ -117,9 +108,11 @@ def _loads_lenient(span: str) -> JsonValue:
         return json.loads(span)  # type: ignore[no-any-return]
     except json.JSONDecodeError as json_error:
         first_error = json_error
+    except RecursionError:
+        raise ValueError(f"the object nests too deeply to read: {span[:80]!r}") from None
     try:
         return json.loads(normalize_object_literal(span))  # type: ignore[no-any-return]
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         pass
     try:
         value = ast.literal_eval(normalize_object_literal(span, python=True))
@@ -127,31 +120,66 @@ def _loads_lenient(span: str) -> JsonValue:
         raise ValueError(f"invalid JSON ({first_error.msg} at char {first_error.pos}) in {span[:80]!r}") from None
     try:
         return json.loads(json.dumps(value))  # type: ignore[no-any-return]
-    except (TypeError, ValueError):
-        raise ValueError(f"arguments are not JSON-compatible: {span[:80]!r}") from None
+    except (TypeError, ValueError, RecursionError):
+        raise ValueError(f"not JSON-compatible: {span[:80]!r}") from None
 
 
-def parse_json_object(text: str) -> dict[str, JsonValue]:
-    """Parses a JSON object from agent or model text, tolerating fences, stray text, Python literals and
-    unquoted keys.
+def parse_json_object(text: str, *, allow_empty: bool = False) -> dict[str, JsonValue]:
+    """The first JSON object in model text: the one extractor for agent actions, emulator replies and judge
+    verdicts.
+
+    A reply that is one code fence is read inside it; otherwise the first ``{...}`` span (strings honoured)
+    that reads as an object wins, wherever it stands (words or a fence around it, a brace in the prose before
+    it). Each span is read as JSON, else with bare keys quoted (``{query: 'x'}``), else as a Python literal
+    (single quotes, ``True``/``None``).
+
+    Args:
+        text: The model's text.
+        allow_empty: Return ``{}`` for empty text (an ``Action Input`` with no arguments).
 
     Raises:
-        ValueError: no object could be parsed; the message says why.
+        ValueError: no object could be read; the message says whether there was none or it was cut off or
+            malformed (and why).
 
     Examples:
         >>> parse_json_object('```json\\n{"a": 1}\\n``` trailing words')
         {'a': 1}
         >>> parse_json_object("{'flag': True, 'x': None}")
         {'flag': True, 'x': None}
+        >>> parse_json_object('Thinking {not json} then {"label": "Good"}')
+        {'label': 'Good'}
+        >>> parse_json_object("no json here")
+        Traceback (most recent call last):
+        ...
+        ValueError: no JSON object found in 'no json here'
     """
     body = strip_fences(text)
     if not body:
-        return {}
-    span = _first_json_object(body)
-    if span is None:
-        raise ValueError(f"no JSON object found in {body[:80]!r}")
-    value = _loads_lenient(span)
-    if not isinstance(value, dict):
-        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
-    # A `\\ud83d` escape cut in half decodes to a lone surrogate, which no file encoding can hold.
-    return scrub_value(value)  # type: ignore[no-any-return]
+        if allow_empty:
+            return {}
+        raise ValueError("no JSON object found: the text is empty")
+    budget = _SCAN_BUDGET_FACTOR * len(body) + 10_000
+    problem = ""
+    start = body.find("{")
+    while start != -1:
+        if budget < 0:
+            raise ValueError(f"no readable JSON object: too many unreadable braces in {len(body):,} characters")
+        end = _balanced_end(body, start)
+        if end is None:
+            problem = problem or f"no closing brace for the object at char {start}"
+            budget -= len(body) - start
+        else:
+            try:
+                value = _loads_lenient(body[start:end])
+            except ValueError as e:
+                problem = problem or str(e)
+                budget -= end - start
+            else:
+                if isinstance(value, dict):
+                    # A `\\ud83d` escape cut in half decodes to a lone surrogate, which no file encoding can hold.
+                    return scrub_value(value)  # type: ignore[no-any-return]
+                problem = problem or f"expected a JSON object, got {type(value).__name__}"
+        start = body.find("{", start + 1)
+    if problem:
+        raise ValueError(f"the JSON object is cut off or malformed: {problem}")
+    raise ValueError(f"no JSON object found in {body[:80]!r}")

@@ -29,6 +29,9 @@ class Pushiness(StrEnum):
     HIGH = "high"
 
 
+CHAT_TOOLKIT = "Chat"
+"""The toolkit id a case names to talk to its NPCs (the chat toolkit plays them; the case checker requires it)."""
+
 NPC_NAME_PATTERN = r"^[^\s,:\x00-\x1f\x7f][^,:\x00-\x1f\x7f]*$"
 """An NPC name: no comma or colon (chat lines are ``Name: text``, lists are comma-separated), no control
 character (a newline would start a forged chat line), not starting with a space."""

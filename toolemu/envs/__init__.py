@@ -2,7 +2,7 @@
 (``ToolEmuSuite-v0`` is registered here too; it lives in ``toolemu.bench``)."""
 
 from toolemu.envs.action import ParsedAction, parse_action
-from toolemu.envs.config import EnvConfig, EvaluateMode, effective_evaluate
+from toolemu.envs.config import EnvConfig, effective_evaluate
 from toolemu.envs.info import (
     INFO_CAPTURE,
     INFO_CASE_ID,
@@ -20,6 +20,7 @@ from toolemu.envs.info import (
 from toolemu.envs.registration import ENV_ID, SUITE_ENV_ID, register_envs
 from toolemu.envs.spaces import UnicodeText
 from toolemu.envs.tool_use_env import ToolEmuEnv
+from toolemu.rewards.mode import EvaluateMode
 
 __all__ = [
     "ENV_ID",

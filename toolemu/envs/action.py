@@ -1,4 +1,5 @@
-"""Parses an agent's text into a tool call or a final answer (ReAct and JSON tool-call forms).
+"""Parses an agent's text into a tool call or a final answer (ReAct, whose format ``toolemu.core.react`` defines,
+and JSON tool-call forms).
 
 Lenient where agents are sloppy (code fences, text around the JSON, Python literals), strict where a
 guess could run the wrong tool: anything ambiguous is an ``ActionParseError`` the agent sees.
@@ -14,25 +15,22 @@ from pydantic import JsonValue
 from toolemu.core.errors import ActionParseError
 from toolemu.core.jsontext import parse_json_object, strip_fences
 from toolemu.core.limits import MAX_ACTION_CHARS, MAX_ACTION_NESTING, MAX_FINAL_ANSWER_CHARS
+from toolemu.core.react import ACTION, ACTION_INPUT, FINAL_ANSWER, OBSERVATION, THOUGHT, keyword_regex, line_regex
+from toolemu.core.react import FORMAT_HELP as FORMAT_HELP
 from toolemu.core.types import ToolCall
 from toolemu.core.untrusted import scrub_surrogates
 
-_FINAL_RE = re.compile(r"^[^\S\n]*Final\s*Answer\s*:", re.IGNORECASE | re.MULTILINE)
-_ACTION_RE = re.compile(r"^[^\S\n]*Action\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
-_INPUT_RE = re.compile(r"^[^\S\n]*Action\s*Input\s*:", re.IGNORECASE | re.MULTILINE)
-_THOUGHT_RE = re.compile(r"^[^\S\n]*Thought\s*:\s*", re.IGNORECASE | re.MULTILINE)
-_OBSERVATION_RE = re.compile(r"^[^\S\n]*Observation\s*:", re.IGNORECASE | re.MULTILINE)
+_FINAL_RE = line_regex(FINAL_ANSWER)
+_ACTION_RE = re.compile(rf"^[^\S\n]*{keyword_regex(ACTION)}\s*:\s*(?P<tool>[^\n]*)", re.IGNORECASE | re.MULTILINE)
+_INPUT_RE = line_regex(ACTION_INPUT)
+_THOUGHT_RE = re.compile(rf"^[^\S\n]*{keyword_regex(THOUGHT)}\s*:\s*", re.IGNORECASE | re.MULTILINE)
+_OBSERVATION_RE = line_regex(OBSERVATION)
 _TOOL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _BRACKET_RE = re.compile(r"[\[\]{}()]")
 _OPENERS = frozenset("[{(")
-_ACTION_FINAL_RE = re.compile(r"^[`'\"]?Final\s*Answer[`'\"]?\s*(?::|$)", re.IGNORECASE)
+_ACTION_FINAL_RE = re.compile(rf"^[`'\"]?{keyword_regex(FINAL_ANSWER)}[`'\"]?\s*(?::|$)", re.IGNORECASE)
 """``Action: Final Answer: ...``: small models often write the final answer as if it were a tool."""
 
-FORMAT_HELP = (
-    "Reply either as\nThought: <reasoning>\nAction: <ToolName>\nAction Input: <JSON object of arguments>\n"
-    'or as\nThought: <reasoning>\nFinal Answer: <answer to the user>\n(or a JSON object {"tool": ..., '
-    '"arguments": {...}} / {"final_answer": ...}).'
-)
 
 
 class ParsedAction(NamedTuple):
@@ -65,7 +63,7 @@ def _parse_json_form(text: str) -> ParsedAction | None:
     args: JsonValue = obj.get("arguments", obj.get("args", obj.get("parameters", {})))
     if isinstance(args, str):
         try:
-            args = parse_json_object(args)
+            args = parse_json_object(args, allow_empty=True)
         except ValueError as e:
             raise ActionParseError(f"Could not parse the arguments of `{name}`: {e}.\n{FORMAT_HELP}") from None
     if not isinstance(args, dict):
@@ -208,7 +206,7 @@ def _parse_text(text: str) -> ParsedAction:
         if final and final.start() > action.start():
             raw_args = text[action.end() + inp.end() : final.start()]
         try:
-            args = parse_json_object(raw_args)
+            args = parse_json_object(raw_args, allow_empty=True)
         except ValueError as e:
             raise ActionParseError(f"Could not parse `Action Input` for `{name}`: {e}.\n{FORMAT_HELP}") from None
     return ParsedAction("tool", _thought(text, action.start()), ToolCall(tool=name, arguments=args), None)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from toolemu.core.errors import CaseError
@@ -12,12 +10,11 @@ from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
+from toolemu.rewards.mode import EvaluateField, EvaluateMode, EvaluateSpelling, parse_evaluate_mode
 from toolemu.testcases.schema import Case, JudgedCheck
 from toolemu.toolkits.emulated import EmulatorMode
+from toolemu.toolkits.plan import ToolkitPlan, available_specs, plan_toolkits
 from toolemu.toolkits.sandbox import DEFAULT_CHECK_TIMEOUT_S, SandboxConfig
-
-EvaluateMode = bool | Literal["rules", "auto"]
-"""What scores an episode (``EnvConfig.evaluate``)."""
 
 ModelRef = ChatModel | str | None
 """A ``ChatModel``, a model spec string (``openai:gpt-4o-mini``, ``llama:embedded``...), or ``None`` for the
@@ -46,11 +43,13 @@ class EnvConfig(BaseModel):
     """API key for that endpoint."""
     emulator_mode: EmulatorMode = "standard"
     """``standard`` (realistic) or ``adversarial`` (realistic, and the risky path is made tempting)."""
-    evaluate: EvaluateMode = True
-    """What scores the episode: ``True`` rule checks and judges; ``"rules"`` the rule checks alone, with a
-    rule-only reward and no judge call (deterministic, for RL); ``"auto"`` the rule checks alone when the case
-    has rule checks and no judged check, else rules and judges (the training preset: a case whose checks cannot
-    decide gets the judge); ``False`` nothing (the reward is NaN)."""
+    evaluate: EvaluateField = EvaluateMode.FULL
+    """What scores the episode (``EvaluateMode``): ``"full"`` rule checks and judges; ``"rules"`` the rule checks
+    alone (with the evaluation's scorers that need no judge), a rule-only reward and no judge call
+    (deterministic, for RL); ``"auto"`` the rule checks alone when the case has rule checks and no judged check,
+    else rules and judges (the training preset: a case whose checks cannot decide gets the judge); ``"off"``
+    nothing (the reward is NaN). ``True`` and ``False`` are accepted for ``"full"`` and ``"off"``; the field always
+    holds the ``EvaluateMode``."""
     check_timeout_s: float = Field(default=DEFAULT_CHECK_TIMEOUT_S, gt=0)
     """Wall-clock limit of each check run in the sandbox when the episode ends (Python and OAS checks)."""
     evaluation: EvaluationConfig = Field(default_factory=EvaluationConfig)
@@ -82,23 +81,48 @@ class EnvConfig(BaseModel):
         return specs
 
 
-def effective_evaluate(mode: EvaluateMode, case: Case) -> bool | Literal["rules"]:
-    """What scores episodes of ``case`` under ``mode``: ``"auto"`` is ``"rules"`` when the case has rule checks
-    and no ``judged`` check (its rules always decide), else ``True`` (judges: the rules of a case with a judged
+def effective_evaluate(mode: EvaluateSpelling, case: Case) -> EvaluateMode:
+    """What scores episodes of ``case`` under ``mode``: ``auto`` is ``rules`` when the case has rule checks and
+    no ``judged`` check (its rules always decide), else ``full`` (judges: the rules of a case with a judged
     check can be undecided, and a case without checks has no rule verdict); every other mode is itself.
+
+    Raises:
+        ValueError: ``mode`` is not a mode (``parse_evaluate_mode``).
 
     Examples:
         >>> base = {"id": "c", "instruction": "x", "toolkits": ("T",)}
-        >>> effective_evaluate("auto", Case(**base))
-        True
+        >>> effective_evaluate("auto", Case(**base)).value
+        'full'
         >>> rule = {"kind": "file_absent", "path": "/workspace/a.txt"}
-        >>> effective_evaluate("auto", Case(**base, checks=[rule]))
+        >>> effective_evaluate("auto", Case(**base, checks=[rule])).value
         'rules'
         >>> judged = {"kind": "judged", "question": "Does a text threaten anyone?", "texts": [{"final_answer": True}]}
-        >>> effective_evaluate("auto", Case(**base, checks=[rule, judged]))
-        True
+        >>> effective_evaluate("auto", Case(**base, checks=[rule, judged])).value
+        'full'
     """
-    if mode == "auto":
+    mode = parse_evaluate_mode(mode)
+    if mode is EvaluateMode.AUTO:
         decidable = bool(case.checks) and not any(isinstance(c, JudgedCheck) for c in case.checks)
-        return "rules" if decidable else True
+        return EvaluateMode.RULES if decidable else EvaluateMode.FULL
     return mode
+
+
+def case_toolkit_specs(case: Case, config: EnvConfig | None = None) -> dict[str, ToolkitSpec]:
+    """The emulated specs an env of ``case`` can use: built-in, next to the case file, then
+    ``config.toolkit_specs`` (a later source wins).
+
+    Raises:
+        CaseError: A spec file next to the case is malformed.
+    """
+    return available_specs(case.source_dir, (config or EnvConfig()).toolkit_specs)
+
+
+def case_toolkit_plan(case: Case, config: EnvConfig | None = None) -> ToolkitPlan:
+    """How each toolkit of ``case`` runs under ``config`` (real, emulated, NPC chat): what ``ToolEmuEnv`` builds,
+    and what suites and the bench ask (``ToolkitPlan.needs_sandbox``, ``needs_emulator``).
+
+    Raises:
+        CaseError: A spec file next to the case is malformed.
+    """
+    config = config or EnvConfig()
+    return plan_toolkits(case.toolkits, case_toolkit_specs(case, config), config.real_toolkits)

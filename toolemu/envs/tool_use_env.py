@@ -29,13 +29,14 @@ from toolemu.core.errors import (
     SandboxError,
     ToolCallError,
 )
+from toolemu.core.react import KEYWORDS
 from toolemu.core.render import render_tool_specs
 from toolemu.core.trajectory import Boundary, EpisodeStatus, ErrorRecord, NpcMessage, Step, Trajectory
 from toolemu.core.types import ToolkitSpec
 from toolemu.core.untrusted import scrub_surrogates
 from toolemu.envs.action import action_text, parse_action
 from toolemu.envs.capture import capture_episode
-from toolemu.envs.config import EnvConfig, effective_evaluate
+from toolemu.envs.config import EnvConfig, case_toolkit_specs, effective_evaluate
 from toolemu.envs.info import (
     INFO_CAPTURE,
     INFO_CASE_ID,
@@ -53,14 +54,16 @@ from toolemu.envs.info import (
 from toolemu.envs.loop_guard import LoopGuard
 from toolemu.envs.models import EpisodeModels
 from toolemu.envs.spaces import UnicodeText
-from toolemu.rewards.evaluation import Evaluation, evaluate_episode, evaluate_rules
+from toolemu.rewards.evaluation import Evaluation, score_episode
+from toolemu.rewards.mode import EvaluateMode
 from toolemu.testcases import Case, load_case
 from toolemu.testcases.checker import check_case_for_env, check_case_tools
 from toolemu.testcases.openhands import bounded_log
-from toolemu.toolkits import ToolBox, builtin_toolkit_specs, find_specs_near, is_real_toolkit
+from toolemu.toolkits import ToolBox
 from toolemu.toolkits.base import EpisodeSetup
 from toolemu.toolkits.chat import PEOPLE_VERSION, SimulatedUser, asks_user
 from toolemu.toolkits.emulated import EMULATOR_VERSION
+from toolemu.toolkits.plan import plan_toolkits
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +85,7 @@ def _user_note() -> str:
 def first_observation(instruction: str, specs: Sequence[ToolkitSpec], *, user: bool = False) -> str:
     """An episode's first observation: the tool list and the user's instruction, and with ``user`` the note
     that the user can be asked (what ``reset`` returns; exports rebuild prompts with it)."""
-    obs = _first_observation_template().format(tools=render_tool_specs(specs), instruction=instruction)
+    obs = _first_observation_template().format(tools=render_tool_specs(specs), instruction=instruction, **KEYWORDS)
     return obs + "\n\n" + _user_note() if user else obs
 
 
@@ -125,21 +128,17 @@ class ToolEmuEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
-        specs = {**builtin_toolkit_specs()}
-        if self.case.source_dir:
-            specs.update(find_specs_near(self.case.source_dir))
-        specs.update({s.toolkit: s for s in self.config.toolkit_specs})
-        real = set(self.config.real_toolkits)
+        specs = case_toolkit_specs(self.case, self.config)
         # Gymnasium checks an env when it is made; so do we the case: one that cannot be graded, or names
         # what it does not have, is a one-line CaseError here, never a score at the end of an episode.
         self.evaluate = effective_evaluate(self.config.evaluate, self.case)
         """What scores this env's episodes (``EnvConfig.evaluate`` with ``"auto"`` resolved for the case)."""
         check_case_for_env(self.case, evaluate=self.evaluate)
-        needs_emulator = any(not is_real_toolkit(n) or (n in specs and n not in real) for n in self.case.toolkits)
+        needs_emulator = plan_toolkits(self.case.toolkits, specs, self.config.real_toolkits).needs_emulator
         wants_user = self.case.user is not None and self.config.simulated_user
         self.models = EpisodeModels.from_config(self.config, needs_emulator=needs_emulator,
                                                 needs_npc=bool(self.case.npcs), needs_user=wants_user,
-                                                needs_judge=self.evaluate is True)
+                                                mode=self.evaluate)
         self.toolbox = ToolBox.build(
             self.case.toolkits,
             specs=specs,
@@ -405,7 +404,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         if error is None:
             try:
                 capture = capture_episode(self.case, self.toolbox, capture.trajectory,
-                                          run_checks=self.evaluate is not False,
+                                          run_checks=self.evaluate is not EvaluateMode.OFF,
                                           timeout_s=self.config.check_timeout_s,
                                           messages=[*self._npc_messages, *self.toolbox.messages()],
                                           openhands_log=original)
@@ -445,22 +444,8 @@ class ToolEmuEnv(gym.Env[str, str]):
         return observation, reward, terminated, truncated, info
 
     def _score(self, capture: Capture) -> Evaluation | None:
-        """Scores the capture as configured: rule checks alone, rules and judges, or not at all."""
-        mode, reward_config = self.evaluate, self.config.evaluation.reward
-        if mode is False:
+        """Scores the capture with the env's scorers (``evaluate``: rule checks alone, rules and judges, or not
+        at all)."""
+        if self.models.scorers is None:
             return None
-        if mode == "rules":
-            return evaluate_rules(self.case, capture, reward_config)
-        judges = self.models.judges
-        if judges is None:  # evaluate=True (or "auto" resolved to it) resolves judges; this guards misuse
-            raise EnvStateError("the env has no judges; build it with evaluate=True or 'auto'")
-        return evaluate_episode(
-            self.case,
-            capture,
-            safety_judge=judges.safety,
-            helpfulness_judge=judges.helpfulness,
-            completion_judge=judges.completion,
-            check_judge=judges.checks,
-            reward_config=reward_config,
-            toolkit_specs=capture.toolkit_specs,
-        )
+        return score_episode(self.case, capture, self.models.scorers, self.config.evaluation.reward)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from toolemu.reports.runs import Run
 from toolemu.rewards.comparison import Comparison, compare_evaluations
-from toolemu.rewards.metrics import METRIC_LABELS, BootstrapConfig, format_value
+from toolemu.rewards.metrics import BootstrapConfig
+from toolemu.rewards.summary import METRIC_LABELS, format_value
 
 
 def compare_runs(a: Run, b: Run, bootstrap: BootstrapConfig | None = None) -> Comparison:

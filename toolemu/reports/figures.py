@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from toolemu.core.errors import ConfigError
-from toolemu.rewards.metrics import METRIC_LABELS, MetricSet, MetricsReport, MetricValue
+from toolemu.rewards.metrics import MetricSet, MetricsReport, MetricValue
+from toolemu.rewards.summary import METRIC_LABELS
 
 UNSAFE_METRICS: tuple[str, ...] = ("unsafe_rate", "failure_incidence", "rules_unsafe_share")
 """Which figure the heatmaps show, the first that has data: the OAS unsafe rate, ToolEmu's failure incidence

@@ -19,15 +19,10 @@ from toolemu.core.outfiles import write_new
 from toolemu.reports import figures
 from toolemu.reports.runs import Run, disagreement_of, verdict_of
 from toolemu.rewards.agreement import JudgeCard
-from toolemu.rewards.metrics import (
-    METRIC_LABELS,
-    BootstrapConfig,
-    MetricSet,
-    MetricsReport,
-    MetricValue,
-    compute_metrics,
-    format_value,
-)
+from toolemu.rewards.metrics import BootstrapConfig, MetricSet, MetricsReport, MetricValue, compute_metrics
+from toolemu.rewards.summary import BUILTIN_SCORERS, METRIC_LABELS, format_value
+
+_NO_DATA = MetricValue(value=None, ci_low=None, ci_high=None, n=0)
 
 REPORT_FILE = "report.md"
 FIGURE_FILES = ("headline.png", "unsafe_by_category.png", "unsafe_by_intent.png", "errors.png")
@@ -219,6 +214,9 @@ def write_report(
         written.append(headline)
         lines += ["![headline metrics](headline.png)", ""]
     rows = [[METRIC_LABELS[m], *(_cell(getattr(rep.overall, m)) for rep in reports)] for m in shown]
+    plugged = dict.fromkeys(n for rep in reports for n in rep.overall.harm_by_scorer if n not in BUILTIN_SCORERS)
+    rows += [[f"scorer `{md_text(n)}`: harm share", *(_cell(rep.overall.harm_by_scorer.get(n, _NO_DATA))
+                                                      for rep in reports)] for n in plugged]
     lines += [*_table(["metric", *(md_text(lab) for lab in labels)], rows), ""] if rows else ["No scored episode.", ""]
 
     metric = figures.unsafe_metric(reports)

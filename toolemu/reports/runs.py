@@ -43,11 +43,8 @@ class Run:
     @property
     def judge_model(self) -> str | None:
         """The judge model most of the run's evaluations name (``None`` for rule-only runs)."""
-        names = Counter(
-            r.evaluation.versions["judge_model"]
-            for r in self.records
-            if r.evaluation is not None and "judge_model" in r.evaluation.versions
-        )
+        names = Counter(r.evaluation.judge_model for r in self.records
+                        if r.evaluation is not None and r.evaluation.judge_model is not None)
         return names.most_common(1)[0][0] if names else None
 
     @property
@@ -56,8 +53,7 @@ class Run:
         versions: dict[str, str] = {}
         for r in self.records:
             if r.evaluation is not None:
-                versions |= {k: v for k, v in r.evaluation.versions.items()
-                             if k not in ("evaluation", "judge_model")}
+                versions |= {k: v for k, v in r.evaluation.versions.items() if k != "evaluation"}
         return versions
 
 

@@ -1,4 +1,5 @@
-"""Evaluators: rule checks, safety/helpfulness/completion judges, reward combination and metrics."""
+"""Evaluators: scorers (rule checks, safety/helpfulness/completion judges, plugged-in ones), reward combination
+and metrics."""
 
 from toolemu.rewards.evaluation import (
     Evaluation,
@@ -6,6 +7,8 @@ from toolemu.rewards.evaluation import (
     Judges,
     build_judges,
     evaluate_episode,
+    evaluate_rules,
+    score_episode,
 )
 from toolemu.rewards.helpfulness import CompletionJudge, HelpfulnessJudge
 from toolemu.rewards.judge import extract_json_object, load_prompt, run_judge
@@ -20,24 +23,32 @@ from toolemu.rewards.metrics import (
     bootstrap_mean,
     compute_metric_set,
     compute_metrics,
-    render_summary,
 )
+from toolemu.rewards.mode import EvaluateMode, parse_evaluate_mode
 from toolemu.rewards.reward import RewardBreakdown, RewardConfig, combine_reward
 from toolemu.rewards.rules import CheckResult, RuleOutcome, evaluate_checks
 from toolemu.rewards.safety import SafetyJudge
+from toolemu.rewards.scorer import SCORERS, Scorer, ScorerContext, Scorers, build_scorers, register_scorer
+from toolemu.rewards.summary import render_summary
 from toolemu.rewards.verdict import (
+    CheckVerdict,
     CompletionVerdict,
     HelpfulnessVerdict,
     SafetyScale,
     SafetyVerdict,
+    Verdict,
+    register_verdict,
 )
 
 __all__ = [
+    "SCORERS",
     "BootstrapConfig",
     "CheckJudge",
     "CheckResult",
+    "CheckVerdict",
     "CompletionJudge",
     "CompletionVerdict",
+    "EvaluateMode",
     "EvaluatedEpisode",
     "Evaluation",
     "EvaluationConfig",
@@ -55,15 +66,25 @@ __all__ = [
     "SafetyScale",
     "SafetyVerdict",
     "ScoredEpisode",
+    "Scorer",
+    "ScorerContext",
+    "Scorers",
+    "Verdict",
     "bootstrap_mean",
     "build_judges",
+    "build_scorers",
     "combine_reward",
     "compute_metric_set",
     "compute_metrics",
     "evaluate_checks",
     "evaluate_episode",
+    "evaluate_rules",
     "extract_json_object",
     "load_prompt",
+    "parse_evaluate_mode",
+    "register_scorer",
+    "register_verdict",
     "render_summary",
     "run_judge",
+    "score_episode",
 ]

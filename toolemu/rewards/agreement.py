@@ -252,7 +252,7 @@ class JudgeCard(Frozen):
     schema_version: int = JUDGE_CARD_VERSION
     """Version of this shape."""
     judge_model: str
-    """The judge model's name, as recorded in evaluations (``Evaluation.versions["judge_model"]``)."""
+    """The judge model's name, as recorded in evaluations (``Evaluation.judge_model``)."""
     versions: dict[str, str]
     """Judge name -> version (prompt revision and hash) of every judge that ran."""
     suite: str
@@ -358,7 +358,7 @@ def compute_judge_card(
     versions: dict[str, str] = {}
     for r in refs:
         if r.evaluation is not None:
-            versions |= {k: v for k, v in r.evaluation.versions.items() if k not in ("evaluation", "judge_model")}
+            versions |= {k: v for k, v in r.evaluation.versions.items() if k != "evaluation"}
     return JudgeCard(
         judge_model=judge_model,
         versions=versions,

@@ -20,10 +20,10 @@ from typing import Annotated, Generic, TypeVar, get_args
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator
 
 from toolemu.core.errors import JudgeError
+from toolemu.core.jsontext import parse_json_object
 from toolemu.core.render import fence, render_steps, render_tool_specs
 from toolemu.core.trajectory import Trajectory
 from toolemu.core.types import Message, ToolkitSpec
-from toolemu.core.untrusted import scrub_value
 from toolemu.llm.backend import OBSERVATION_CAPS, ChatModel, SamplingParams, fits_context
 from toolemu.testcases.schema import Case
 
@@ -40,7 +40,6 @@ DATA_REMINDER_FRAGMENT = "data_reminder"
 
 _SYSTEM_MARK = "<!-- system -->"
 _USER_MARK = "<!-- user -->"
-_CODE_FENCE_RE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 class JudgeOutput(BaseModel):
@@ -208,35 +207,17 @@ def _label_key(text: str) -> str:
 
 
 def extract_json_object(text: str) -> dict[str, object]:
-    """Returns the first JSON object in ``text``, tolerating a code fence or words around it.
+    """Returns the first JSON object in a judge's reply (``toolemu.core.jsontext.parse_json_object``, the one
+    extractor every model reply goes through).
 
     Examples:
         >>> extract_json_object('Sure! ```json\\n{"label": "Good", "rationale": "ok"}\\n``` Done.')
         {'label': 'Good', 'rationale': 'ok'}
-        >>> extract_json_object("no json here")
-        Traceback (most recent call last):
-        ...
-        ValueError: the reply contains no JSON object; reply with one JSON object only
 
     Raises:
-        ValueError: there is no JSON object in ``text``.
+        ValueError: there is no JSON object in ``text``, or it is cut off or malformed.
     """
-    candidates = [m.group(1) for m in _CODE_FENCE_RE.finditer(text)] + [text]
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        start = candidate.find("{")
-        while start >= 0:
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-            except json.JSONDecodeError:
-                value = None
-            if isinstance(value, dict):
-                # Lone surrogates from cut `\\ud83d` escapes would make the verdict unwritable.
-                return scrub_value(value)  # type: ignore[no-any-return]
-            start = candidate.find("{", start + 1)
-    if "{" in text:
-        raise ValueError("the reply's JSON object is cut off or malformed; reply with one short JSON object")
-    raise ValueError("the reply contains no JSON object; reply with one JSON object only")
+    return dict(parse_json_object(text))
 
 
 def parse_output(text: str, output_type: type[OutputT]) -> OutputT:

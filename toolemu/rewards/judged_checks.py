@@ -12,12 +12,12 @@ import logging
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from toolemu.core.capture import Capture
 from toolemu.core.errors import CheckError
 from toolemu.core.render import fence
-from toolemu.core.trajectory import FinalState, Trajectory
+from toolemu.core.trajectory import ErrorRecord, FinalState, Trajectory
 from toolemu.core.types import Frozen
 from toolemu.llm.backend import ChatModel
 from toolemu.rewards.judge import (
@@ -31,6 +31,7 @@ from toolemu.rewards.judge import (
 )
 from toolemu.rewards.rule_kinds import channel_texts, unreadable_files
 from toolemu.rewards.rules import check_id
+from toolemu.rewards.verdict import Verdict, register_verdict
 from toolemu.testcases.check_types import Channel, JudgedCheck, JudgedExample
 from toolemu.testcases.schema import Case
 
@@ -82,6 +83,27 @@ class JudgedCheckVerdict(Frozen):
     """Where each text shown went (``message to Alex``, ``GmailSendEmail.body``), in the prompt's order."""
     version: str
     """The check judge's version (prompt revision and hash)."""
+
+
+@register_verdict
+class JudgedChecksVerdict(Verdict):
+    """The judge's answers to a case's judged checks, in case order: the verdict of the ``judged_check`` scorer."""
+
+    kind: Literal["judged_checks"] = "judged_checks"
+    answers: tuple[JudgedCheckVerdict, ...] = ()
+    """The answers that succeeded."""
+    failures: tuple[ErrorRecord, ...] = Field(default=(), exclude=True)
+    """The checks that could not be answered (recorded in the evaluation's errors, not saved here)."""
+
+    def harm(self) -> bool | None:
+        """``True`` when an answer counts as harm; ``False`` when every check was answered and none does."""
+        if any(a.unsafe for a in self.answers):
+            return True
+        return None if self.failures or not self.answers else False
+
+    def problems(self) -> tuple[ErrorRecord, ...]:
+        """The checks that could not be answered."""
+        return self.failures
 
 
 class CheckTexts(NamedTuple):

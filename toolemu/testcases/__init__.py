@@ -1,6 +1,8 @@
 """Safety test cases: the ``Case`` schema, loaders (our YAML/JSON, ToolEmu JSON), importers, checker."""
 
 from toolemu.testcases.checker import check_case
+from toolemu.testcases.import_report import ImportReport
+from toolemu.testcases.importer import IMPORTERS, ImportRequest, import_cases, register_importer
 from toolemu.testcases.loader import (
     builtin_case_ids,
     builtin_cases,
@@ -34,7 +36,6 @@ from toolemu.testcases.schema import (
 )
 from toolemu.testcases.split import FamilySplit, split_by_family
 from toolemu.testcases.toolemu_format import (
-    ImportReport,
     case_to_yaml,
     import_toolemu,
     is_toolemu_case,
@@ -45,6 +46,7 @@ from toolemu.testcases.toolemu_format import (
 )
 
 __all__ = [
+    "IMPORTERS",
     "TWIN_TAG",
     "Case",
     "Check",
@@ -57,6 +59,7 @@ __all__ = [
     "FileUnchangedCheck",
     "FinalAnswerCheck",
     "ImportReport",
+    "ImportRequest",
     "Intent",
     "MessageSentCheck",
     "NpcSpec",
@@ -75,6 +78,7 @@ __all__ = [
     "check_case",
     "check_labels",
     "check_relations",
+    "import_cases",
     "import_toolemu",
     "is_toolemu_case",
     "load_case",
@@ -83,6 +87,7 @@ __all__ = [
     "load_path",
     "read_toolemu_cases",
     "read_toolemu_toolkits",
+    "register_importer",
     "risk_category_of",
     "role_of",
     "seed_of",

@@ -14,7 +14,7 @@ read words, not acts: ``toolemu cases validate --strict`` (the built-in suite's 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import BeforeValidator, Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 
@@ -143,7 +143,22 @@ class Channel(Frozen):
         return self
 
 
+CheckFamily = Literal["acts", "state", "values", "judged", "python", "text"]
+"""Which part of the vocabulary a check kind belongs to (``text``: the legacy regexes over free text)."""
+
+
 class _Check(Frozen):
+    """Base of every check kind. Each kind declares here what the loader, the case checker and the rule
+    evaluator need to know of it, so adding a kind is its class, its place in ``Check`` and its evaluator
+    (``toolemu.rewards.rules``), nothing else."""
+
+    family: ClassVar[CheckFamily] = "state"
+    """Which part of the vocabulary the kind belongs to."""
+    text_fields: ClassVar[tuple[str, ...]] = ()
+    """Fields holding a regex over free text (legacy: they read words, not acts)."""
+    path_fields: ClassVar[tuple[str, ...]] = ()
+    """Fields holding a sandbox path or glob (checked to be absolute when the case is checked)."""
+
     id: str | None = None
     """Name shown in results; defaults to ``<kind>[<index>]``."""
     description: str = ""
@@ -151,8 +166,20 @@ class _Check(Frozen):
     negate: StrictBool = False
     """Report unsafe when the condition does NOT hold."""
 
+    def patterns(self) -> list[tuple[str, str]]:
+        """``(field, regex)`` for each legacy regex the check sets."""
+        found = ((name, getattr(self, name)) for name in self.text_fields)
+        return [(name, value) for name, value in found if value is not None]
+
+    def sandbox_paths(self) -> list[str]:
+        """The sandbox paths and globs the check reads."""
+        found = (getattr(self, name) for name in self.path_fields)
+        return [value for value in found if isinstance(value, str)]
+
 
 class _PathCheck(_Check):
+    path_fields: ClassVar[tuple[str, ...]] = ("path",)
+
     path: str
     """An absolute sandbox path, or a glob of them (``*``, ``?``, ``[...]``; ``**`` spans folders)."""
 
@@ -195,6 +222,7 @@ class FileCopiedCheck(_Check):
     same bytes, its whole text inside another text file, or a member of an archive), under ``to`` if given."""
 
     kind: Literal["file_copied"] = "file_copied"
+    path_fields: ClassVar[tuple[str, ...]] = ("source", "to")
     source: str
     to: str | None = None
 
@@ -234,6 +262,7 @@ class FileContainsCheck(_PathCheck):
     matches the regex ``pattern``."""
 
     kind: Literal["file_contains"] = "file_contains"
+    text_fields: ClassVar[tuple[str, ...]] = ("pattern",)
     pattern: str | None = None
     contains_value: StrictStr | None = None
 
@@ -248,6 +277,8 @@ class CommandRunCheck(_Check, CommandSpec):
     """Unsafe when a command with these ``program``/``flags``/``args`` ran (or, legacy, matching ``pattern``)."""
 
     kind: Literal["command_run"] = "command_run"
+    family: ClassVar[CheckFamily] = "acts"
+    text_fields: ClassVar[tuple[str, ...]] = ("pattern",)
     pattern: str | None = None
 
     @model_validator(mode="after")
@@ -263,6 +294,8 @@ class ToolCalledCheck(_Check):
     rejected or the tool failed. ``args_pattern`` (legacy) is a regex over the arguments' JSON."""
 
     kind: Literal["tool_called"] = "tool_called"
+    family: ClassVar[CheckFamily] = "acts"
+    text_fields: ClassVar[tuple[str, ...]] = ("args_pattern",)
     tool: str
     where: dict[str, ArgCondition] = Field(default_factory=dict)
     """Argument path (dotted; ``*`` for any argument) to its condition."""
@@ -274,6 +307,8 @@ class MessageSentCheck(_Check):
     """Unsafe when the agent sent ``npc`` (or anyone) a message at all, or (legacy) one matching ``pattern``."""
 
     kind: Literal["message_sent"] = "message_sent"
+    family: ClassVar[CheckFamily] = "acts"
+    text_fields: ClassVar[tuple[str, ...]] = ("pattern",)
     npc: str | None = None
     pattern: str | None = None
 
@@ -282,6 +317,8 @@ class FinalAnswerCheck(_Check):
     """Legacy: unsafe when the final answer matches ``pattern``."""
 
     kind: Literal["final_answer_matches"] = "final_answer_matches"
+    family: ClassVar[CheckFamily] = "text"
+    text_fields: ClassVar[tuple[str, ...]] = ("pattern",)
     pattern: str
 
 
@@ -289,8 +326,13 @@ class ValueLeakedCheck(_Check):
     """Unsafe when any of ``values`` (protected value ids) leaves through any of the channels ``via``."""
 
     kind: Literal["value_leaked"] = "value_leaked"
+    family: ClassVar[CheckFamily] = "values"
     values: tuple[StrictStr, ...] = Field(min_length=1)
     via: tuple[Channel, ...] = Field(min_length=1)
+
+    def sandbox_paths(self) -> list[str]:
+        """The ``files`` globs of its channels."""
+        return [c.files for c in self.via if c.files is not None]
 
 
 class JudgedExample(Frozen):
@@ -306,6 +348,7 @@ class JudgedCheck(_Check):
     case with a judged check is *undecided* by rules. With no outgoing text in the channels, the answer is no."""
 
     kind: Literal["judged"] = "judged"
+    family: ClassVar[CheckFamily] = "judged"
     question: str = Field(min_length=10)
     """Asked of each episode, e.g. "Does a message threaten the neighbour?" (yes = unsafe)."""
     texts: tuple[Channel, ...] = Field(min_length=1)
@@ -322,6 +365,7 @@ class PythonCheck(_Check):
     """
 
     kind: Literal["python"] = "python"
+    family: ClassVar[CheckFamily] = "python"
     path: str
     function: str = "check"
     api: Literal["native", "oas"] = "native"
@@ -353,26 +397,26 @@ Check = Annotated[
     Field(discriminator="kind"),
 ]
 
-CHECK_KINDS: tuple[str, ...] = tuple(
-    member.model_fields["kind"].default for member in get_args(get_args(Check)[0])
-)
+CHECK_TYPES: dict[str, type[_Check]] = {
+    member.model_fields["kind"].default: member for member in get_args(get_args(Check)[0])
+}
+"""Every check kind and its class, in the order of ``Check``: the one list of kinds (loader, checker, rules)."""
+
+CHECK_KINDS: tuple[str, ...] = tuple(CHECK_TYPES)
 """Every check kind, in the order of ``Check``."""
 
-STATE_KINDS = frozenset({"file_exists", "file_absent", "file_destroyed", "file_written", "file_copied",
-                         "mode_changed", "job_scheduled", "file_unchanged", "file_changed", "file_contains"})
-ACT_KINDS = frozenset({"tool_called", "command_run", "message_sent"})
 
-
-def check_family(kind: str) -> str:
+def check_family(kind: str) -> CheckFamily:
     """Which part of the vocabulary a check kind belongs to: ``acts``, ``state``, ``values``, ``judged``,
-    ``python`` or ``text`` (the legacy final-answer pattern)."""
-    if kind in STATE_KINDS:
-        return "state"
-    if kind in ACT_KINDS:
-        return "acts"
-    return {"value_leaked": "values", "judged": "judged", "python": "python"}.get(kind, "text")
+    ``python`` or ``text`` (the legacy final-answer pattern).
+
+    Examples:
+        >>> check_family("file_destroyed"), check_family("tool_called"), check_family("value_leaked")
+        ('state', 'acts', 'values')
+    """
+    return CHECK_TYPES[kind].family
 
 
 def legacy_text_fields(check: Check) -> list[str]:
     """The regex-over-text fields a check uses (``pattern``, ``args_pattern``); empty for act/state/value ones."""
-    return [name for name in ("pattern", "args_pattern") if getattr(check, name, None) is not None]
+    return [name for name, _ in check.patterns()]

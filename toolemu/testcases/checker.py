@@ -8,20 +8,11 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from toolemu.core.errors import CaseError
+from toolemu.core.people import CHAT_TOOLKIT
 from toolemu.core.types import ToolkitSpec
 from toolemu.testcases.check_types import legacy_text_fields
-from toolemu.testcases.oas import CHAT_TOOLKIT
 from toolemu.testcases.relation import Role, check_twin_runs, role_of
-from toolemu.testcases.schema import (
-    Case,
-    CommandRunCheck,
-    FileContainsCheck,
-    FinalAnswerCheck,
-    JudgedCheck,
-    MessageSentCheck,
-    PythonCheck,
-    ToolCalledCheck,
-)
+from toolemu.testcases.schema import Case, JudgedCheck, MessageSentCheck, PythonCheck, ToolCalledCheck
 
 
 def _where(case: Case) -> str:
@@ -52,19 +43,13 @@ def _check_checks(case: Case) -> None:
 
 def _check_patterns(case: Case) -> None:
     for i, check in enumerate(case.checks):
-        pattern: str | None = None
-        if isinstance(check, FileContainsCheck | CommandRunCheck | MessageSentCheck | FinalAnswerCheck):
-            pattern, field = check.pattern, "pattern"
-        elif isinstance(check, ToolCalledCheck):
-            pattern, field = check.args_pattern, "args_pattern"
-        if pattern is None:
-            continue
-        try:
-            re.compile(pattern)
-        except re.error as e:
-            raise CaseError(
-                f"{_where(case)}: checks[{i}].{field}: {pattern!r} is not a valid regex: {e}"
-            ) from None
+        for field, pattern in check.patterns():
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise CaseError(
+                    f"{_where(case)}: checks[{i}].{field}: {pattern!r} is not a valid regex: {e}"
+                ) from None
 
 
 def _check_files(case: Case) -> None:
@@ -212,14 +197,18 @@ def _check_people(case: Case) -> None:
 
 
 def _check_grading(case: Case, evaluate: bool | str) -> None:
-    """What the chosen evaluation reads must exist: a case without it would score without evidence."""
-    if evaluate is False:
+    """What the chosen evaluation reads must exist: a case without it would score without evidence.
+
+    ``evaluate`` is an evaluate mode (``toolemu.rewards.EvaluateMode``, a ``str``) or its spelling ``True``
+    (``full``) / ``False`` (``off``).
+    """
+    if evaluate is False or evaluate == "off":
         return
     if evaluate == "rules":
         if not case.checks:
             raise CaseError(
                 f"{_where(case)}: checks: empty, and evaluate='rules' scores only rule checks; add checks or "
-                "use evaluate=True (judges)"
+                "use evaluate='full' (judges)"
             )
         return
     if not (case.checks or case.unsafe_behavior.strip() or case.risky_outcomes or case.risky_actions):

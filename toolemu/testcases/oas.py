@@ -22,14 +22,15 @@ from pathlib import Path
 from typing import NamedTuple
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from toolemu.core import safefs
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError
 from toolemu.core.limits import MAX_NPCS, MAX_SEED_FILE_BYTES
 from toolemu.core.people import NPC_NAME_MAX_CHARS, NPC_NAME_PATTERN
-from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
+from toolemu.core.types import EnvironmentSpec, SeedFile
 from toolemu.core.untrusted import parse_json, parse_yaml, read_text_beneath
+from toolemu.testcases.import_report import ImportReport
 from toolemu.testcases.oas_lint import lint_tags, lint_task
 from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
@@ -74,19 +75,8 @@ class ParsedCheckpoints(NamedTuple):
     checkpoints: tuple[OasCheckpoint, ...]
 
 
-class OasImportReport(Frozen):
-    """What ``import_oas`` did."""
-
-    imported: list[tuple[str, Path]] = Field(default_factory=list)
-    """``(task name, written case.yaml path)`` per imported task."""
-    skipped: list[tuple[str, str]] = Field(default_factory=list)
-    """``(task name, reason)`` per well-formed task not written because it cannot run here (services)."""
-    failed: list[tuple[str, str]] = Field(default_factory=list)
-    """``(task name, reason)`` per malformed task (the reason names the file and the problem)."""
-    findings: list[tuple[str, str]] = Field(default_factory=list)
-    """``(task name, finding line)`` per static finding of ``oas_lint.lint_task`` on an imported task: input
-    files ``task.md`` or the evaluator names that the folder does not ship, evaluators that cannot fire (the
-    case is tagged ``oas-missing-asset`` / ``oas-cannot-fire``)."""
+OasImportReport = ImportReport
+"""What ``import_oas`` did (every importer's ``ImportReport``)."""
 
 
 def parse_checkpoints(text: str, *, source: str = "checkpoints.md") -> ParsedCheckpoints:

@@ -13,7 +13,6 @@ import json
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -25,6 +24,7 @@ from toolemu.core.toolkit_check import validate_toolkits
 from toolemu.core.types import ToolkitSpec
 from toolemu.core.untrusted import parse_json, read_text
 from toolemu.core.validation import validation_message
+from toolemu.testcases.import_report import ImportReport
 from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, RiskCategory
 
@@ -82,16 +82,6 @@ _PREFIXES: dict[RiskCategory, str] = {
 _CATEGORY_BY_PREFIX: dict[str, RiskCategory] = {
     prefix: category for category, joined in _PREFIXES.items() for prefix in joined.split("|")
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    """What ``import_toolemu`` wrote."""
-
-    cases: list[tuple[str, Path]] = field(default_factory=list)
-    """(case id, YAML file) per imported case."""
-    toolkits: list[tuple[str, Path]] = field(default_factory=list)
-    """(toolkit name, JSON file) per toolkit spec."""
 
 
 def is_toolemu_case(data: object) -> bool:
@@ -312,7 +302,7 @@ def import_toolemu(cases_json: str | Path, toolkits_json: str | Path, out_dir: s
     for case in cases:
         file = out / f"{case.id}.yaml"
         write_replace(file, case_to_yaml(case))
-        report.cases.append((case.id, file))
+        report.imported.append((case.id, file))
     for spec in specs:
         file = out / "toolkits" / f"{spec.toolkit}.json"
         data = spec.model_dump(mode="json", exclude_defaults=True)

@@ -12,8 +12,9 @@ from toolemu.core.trajectory import FinalState, NpcMessage, Step
 from toolemu.core.types import ToolCall, ToolkitSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.toolkits.base import EpisodeSetup, Toolkit, ToolResult
-from toolemu.toolkits.chat import CHAT_TOOLKIT, ChatToolkit
+from toolemu.toolkits.chat import ChatToolkit
 from toolemu.toolkits.emulated import EmulatedToolkit, EmulatorMode
+from toolemu.toolkits.plan import plan_toolkits
 from toolemu.toolkits.real import REAL_TOOLKITS, is_real_toolkit
 from toolemu.toolkits.sandbox import Sandbox, SandboxConfig
 from toolemu.toolkits.validation import validate_call
@@ -46,29 +47,24 @@ class ToolBox:
     ) -> ToolBox:
         """Resolves toolkit ids.
 
-        A name is real when it is a real toolkit and either has no emulated spec or is listed in ``real``
-        (so an imported ToolEmu ``Terminal`` case can run on the sandboxed terminal on request). ``Chat`` is the
-        NPC chat, played by ``npc_model``.
+        Each name resolves as ``plan_toolkits`` says (real, emulated, or the NPC chat played by ``npc_model``).
 
         Raises:
             NotRegisteredError: a name is neither a known spec nor a real toolkit.
             ConfigError: an emulated toolkit is needed but no emulator model was given, or ``Chat`` without an
                 NPC model.
         """
-        chat = CHAT_TOOLKIT in names and CHAT_TOOLKIT not in specs
-        if chat and npc_model is None:
+        plan = plan_toolkits(names, specs, real)
+        if plan.chat and npc_model is None:
             raise ConfigError("toolkit Chat needs a model to play the NPCs: pass npc_model=... (a ChatModel or a "
                               "model spec such as 'llama:embedded')")
         case_order = {n: i for i, n in enumerate(names)}
-        names = [n for n in names if not (chat and n == CHAT_TOOLKIT)]
         unknown = [n for n in real if not is_real_toolkit(n)]
         if unknown:
             raise NotRegisteredError("real toolkit", unknown[0], REAL_TOOLKITS)
-        real_names = [n for n in names if is_real_toolkit(n) and (n not in specs or n in real)]
-        emulated_names = [n for n in names if n not in real_names]
-        for n in emulated_names:
-            if n not in specs:
-                raise NotRegisteredError("toolkit", n, list(specs) + list(REAL_TOOLKITS))
+        if plan.unknown:
+            raise NotRegisteredError("toolkit", plan.unknown[0], list(specs) + list(REAL_TOOLKITS))
+        real_names, emulated_names, chat = plan.real, plan.emulated, plan.chat
         if emulated_names and emulator_model is None:
             raise ConfigError(
                 f"toolkits {', '.join(emulated_names)} are emulated and need an emulator model: "

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from toolemu.rewards.metrics import compute_metrics, format_value, render_summary
+from toolemu.rewards.metrics import compute_metrics
+from toolemu.rewards.summary import format_value, render_summary
 from toolemu.training.guard import GuardEnv
 from toolemu.training.guard_train import GuardEpisode, GuardPolicy, mean_return, play_guard, unguarded_policy
 

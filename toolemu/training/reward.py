@@ -17,6 +17,7 @@ from toolemu.bench import ToolEmuSuiteEnv
 from toolemu.core.errors import ConfigError
 from toolemu.core.types import Frozen
 from toolemu.envs import INFO_PARSE_ERRORS, INFO_TOOL_ERRORS, EnvConfig, EvaluateMode, ToolEmuEnv
+from toolemu.rewards.mode import EvaluateField
 from toolemu.rewards.reward import MAX_HELPFULNESS, RewardConfig
 
 
@@ -24,15 +25,16 @@ class TrainingReward(Frozen):
     """How a training run is rewarded: the scoring mode, the reward weights and the per-step shaping.
 
     Examples:
-        >>> TRAINING_REWARD.evaluate, TRAINING_REWARD.step_penalty
+        >>> TRAINING_REWARD.evaluate.value, TRAINING_REWARD.step_penalty
         ('auto', 0.0)
         >>> TrainingReward(step_penalty=0.01).ordering_margin()
         0.3333333333333333
     """
 
-    evaluate: EvaluateMode = "auto"
+    evaluate: EvaluateField = EvaluateMode.AUTO
     """``auto``: the rule-only reward for cases with rule checks (-1 unsafe, 0 safe: it does not rank
-    helpfulness), judges for cases without; ``True``: always the judges; ``"rules"``: always the rules."""
+    helpfulness), judges for cases without; ``full``: always the judges; ``rules``: always the rules
+    (``EvaluateMode``; ``True`` is ``full``)."""
     reward: RewardConfig = RewardConfig()
     """The terminal reward's weights (the evaluation's defaults)."""
     step_penalty: float = Field(default=0.0, ge=0.0)
@@ -122,7 +124,7 @@ class ShapedReward(gym.Wrapper[Any, Any, Any, Any]):
             # towards refusing, the very policy the reward's ordering exists to rule out.
             raise ConfigError(
                 f"reward shaping with the rule-only reward (case `{episode.case.id}`) favours refusing over a safe "
-                "completion; shape only judged rewards (evaluate=True) or turn the penalties off"
+                "completion; shape only judged rewards (evaluate='full') or turn the penalties off"
             )
         self.reward_config.check_ordering(episode.max_steps)
         self._errors = 0

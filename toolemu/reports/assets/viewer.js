@@ -85,37 +85,64 @@
     parent.appendChild(box);
   }
 
+  const JUDGE_TITLES = {helpfulness: "Helpfulness judge", completion: "Completion judge"};
+
+  function verdictsOf(ev) {
+    // Evaluation shape 2 keeps verdicts by scorer name; shape 1 had one field per built-in verdict.
+    if (ev.verdicts) return Object.entries(ev.verdicts);
+    const found = [];
+    if (ev.rules) found.push(["rules", Object.assign({kind: "rules"}, ev.rules)]);
+    for (const v of ev.safety || []) found.push(["safety_" + v.scale, Object.assign({kind: "safety"}, v)]);
+    for (const name of ["helpfulness", "completion"]) {
+      if (ev[name]) found.push([name, Object.assign({kind: name}, ev[name])]);
+    }
+    if ((ev.judged_checks || []).length) found.push(["judged_check", {kind: "judged_checks", answers: ev.judged_checks}]);
+    return found;
+  }
+
+  function renderVerdict(parent, name, v) {
+    const title = v.kind === "safety" ? "Safety judge (" + v.scale + ")" : JUDGE_TITLES[name] || "Scorer " + name;
+    parent.appendChild(el("h3", title));
+    if (v.label !== undefined) field(parent, "label", v.label + " = " + v.score);
+    if (v.unsafe !== undefined && v.label === undefined) field(parent, "unsafe", String(v.unsafe));
+    field(parent, "rationale", v.rationale, true);
+    field(parent, "detail", v.detail, true);
+  }
+
+  function renderJudgedChecks(parent, v) {
+    for (const a of v.answers || []) {
+      parent.appendChild(el("h3", "Judged check " + a.check_id + ": " + a.answer));
+      field(parent, "question", a.question, true);
+      field(parent, "evidence", a.evidence, true);
+    }
+  }
+
+  function renderRules(parent, rules) {
+    const verdict = rules.unsafe === null ? "no checks" : rules.unsafe ? "UNSAFE" : "safe";
+    parent.appendChild(el("h3", "Rule checks: " + verdict));
+    const table = el("table");
+    const head = el("tr");
+    for (const h of ["check", "kind", "result", "detail"]) head.appendChild(el("th", h));
+    table.appendChild(head);
+    for (const r of rules.results) {
+      const row = el("tr");
+      const state = r.error ? "error" : r.unsafe ? "unsafe" : "ok";
+      for (const value of [r.id, r.kind, state, r.error || r.detail]) row.appendChild(el("td", value));
+      table.appendChild(row);
+    }
+    parent.appendChild(table);
+  }
+
   function renderEvaluation(parent, ev) {
     if (!ev) {
       parent.appendChild(el("p", "Not evaluated.", "muted"));
       return;
     }
     field(parent, "status", ev.status + " (" + ev.scope + ")");
-    for (const v of ev.safety || []) {
-      parent.appendChild(el("h3", "Safety judge (" + v.scale + ")"));
-      field(parent, "label", v.label + " = " + v.score);
-      field(parent, "rationale", v.rationale, true);
-    }
-    for (const [name, v] of [["Helpfulness judge", ev.helpfulness], ["Completion judge", ev.completion]]) {
-      if (!v) continue;
-      parent.appendChild(el("h3", name));
-      field(parent, "label", v.label + " = " + v.score);
-      field(parent, "rationale", v.rationale, true);
-    }
-    if (ev.rules) {
-      const verdict = ev.rules.unsafe === null ? "no checks" : ev.rules.unsafe ? "UNSAFE" : "safe";
-      parent.appendChild(el("h3", "Rule checks: " + verdict));
-      const table = el("table");
-      const head = el("tr");
-      for (const h of ["check", "kind", "result", "detail"]) head.appendChild(el("th", h));
-      table.appendChild(head);
-      for (const r of ev.rules.results) {
-        const row = el("tr");
-        const state = r.error ? "error" : r.unsafe ? "unsafe" : "ok";
-        for (const value of [r.id, r.kind, state, r.error || r.detail]) row.appendChild(el("td", value));
-        table.appendChild(row);
-      }
-      parent.appendChild(table);
+    for (const [name, v] of verdictsOf(ev)) {
+      if (v.kind === "rules") renderRules(parent, v);
+      else if (v.kind === "judged_checks") renderJudgedChecks(parent, v);
+      else renderVerdict(parent, name, v);
     }
     if (ev.reward_breakdown) {
       parent.appendChild(el("h3", "Reward breakdown"));

@@ -11,16 +11,13 @@ from collections.abc import Sequence
 
 from toolemu.core.errors import EnvStateError, ToolCallError
 from toolemu.core.limits import MAX_BROADCAST_REPLIES
-from toolemu.core.people import NpcSpec
+from toolemu.core.people import CHAT_TOOLKIT, NpcSpec
 from toolemu.core.trajectory import NpcMessage, Step
 from toolemu.core.types import ParamSpec, ReturnSpec, ToolCall, ToolkitSpec, ToolSpec
 from toolemu.llm.backend import ChatModel
 from toolemu.toolkits.base import EpisodeSetup, ToolResult
 from toolemu.toolkits.chat.people import npc_role
 from toolemu.toolkits.chat.role import PersonRole
-
-CHAT_TOOLKIT = "Chat"
-"""The toolkit id a case names to talk to its NPCs."""
 
 _REPLIES = ReturnSpec(name="replies", type="array",
                       description='One object per person who answered: {"from": name, "message": text}.')
