@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from tests.bench.judges import responder
 from tests.fakes.chat_server import FakeChatServer
+from tests.fakes.toy import TOY_CASE, tiny_policy_folder
 from toolemu.cli.main import _register_commands, cli
-from toolemu.training.toy import TOY_CASE, tiny_policy_folder
 
 pytest.importorskip("peft")
 

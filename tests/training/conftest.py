@@ -26,6 +26,6 @@ def _one_thread() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Llama over the toy words (written once; tests load their own copy of the weights)."""
-    from toolemu.training.toy import tiny_policy_folder
+    from tests.fakes.toy import tiny_policy_folder
 
     return tiny_policy_folder(tmp_path_factory.mktemp("tiny") / "model")

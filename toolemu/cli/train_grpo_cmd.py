@@ -15,8 +15,8 @@ from toolemu.core.limits import MAX_STEPS
 from toolemu.envs import EnvConfig
 from toolemu.llm import ChatModel, OpenAICompatModel, describe_model, resolve_model
 from toolemu.llm.transformers_local import TransformersChatModel
+from toolemu.training.common import MetricsSink
 from toolemu.training.grpo import GRPOConfig, GRPOTrainer, LoraAdapterSync, LoraSettings
-from toolemu.training.metrics import MetricsSink
 
 
 def _env_config(opts: dict[str, object]) -> EnvConfig:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.toy import TOY_CASE, tiny_policy_folder, toy_env_config
 from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.types import Message
 from toolemu.envs import EnvConfig
 from toolemu.llm import FakeLLM
-from toolemu.training.toy import TOY_CASE, tiny_policy_folder, toy_env_config
-from toolemu.training.trl_env import ENDED, ToolEmuTRLEnv, toolemu_reward, trl_dataset, trl_environment_factory
+from toolemu.training.trl.env import ENDED, ToolEmuTRLEnv, toolemu_reward, trl_dataset, trl_environment_factory
 
 pytest.importorskip("trl")
 

@@ -13,9 +13,9 @@ from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.models import world_model
 from toolemu.cli.main import _register_commands, cli
 from toolemu.envs import ToolEmuEnv
-from toolemu.training.embedding import HashingEmbedder
 from toolemu.training.guard import GuardEnv
-from toolemu.training.guard_train import (
+from toolemu.training.guard.embedding import HashingEmbedder
+from toolemu.training.guard.train import (
     GuardTrainConfig,
     SavedGuard,
     load_guard,
