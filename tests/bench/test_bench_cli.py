@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from tests.bench.judges import bench_args, responder
 from tests.fakes.chat_server import FakeChatServer
 from toolemu.bench import needs_sandbox, read_records
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.testcases import builtin_cases
 
 EMULATED_DIR = Path(str(resources.files("toolemu.testcases").joinpath("data", "emulated")))
@@ -27,11 +27,6 @@ RULES_ONLY = [
     "--evaluate",
     "rules",
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def _invoke(args: list[str]) -> str:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.reports.builders import PAYLOAD, record, two_runs, write_results
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.core.errors import ConfigError
 from toolemu.reports import load_runs, save_judge_card
 from toolemu.reports.markdown import _card_lines, card_for, prepare_out_dir
@@ -19,11 +19,6 @@ from toolemu.rewards.agreement import ExampleAnswer, JudgeCard, JudgedReference,
 from toolemu.testcases import Case
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def _invoke(args: list[str]) -> str:

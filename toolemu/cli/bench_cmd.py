@@ -11,7 +11,6 @@ from toolemu.bench.process_executor import ProcessOptions, default_workers
 from toolemu.bench.ray_options import RayOptions
 from toolemu.bench.run_info import save_run_info
 from toolemu.bench.suite import select_cases
-from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.session import SessionRecipe, build_session
 from toolemu.cli.terminal import echo
@@ -22,7 +21,7 @@ from toolemu.rewards.metrics import compute_metrics, render_summary
 DEFAULT_OUT = Path("runs/results.jsonl")
 
 
-@cli.command("bench")
+@click.command("bench")
 @click.option("--suite", default="builtin", show_default=True,
               help="A named suite (all/builtin, smoke, emulated, real, social, seeds, twins, or a risk category such "
                    "as privacy_breach), or a folder/file of cases.")

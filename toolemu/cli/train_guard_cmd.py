@@ -12,7 +12,6 @@ from toolemu.bench import ToolEmuSuiteEnv, select_cases
 from toolemu.cli.options import training_model_options
 from toolemu.cli.session import build_session
 from toolemu.cli.terminal import echo
-from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import check_output_path
 from toolemu.training.guard import (
@@ -35,7 +34,7 @@ from toolemu.training.guard import (
 )
 
 
-@train_group.command("guard")
+@click.command("guard")
 @click.option("--suite", default="emulated", show_default=True, help="A suite name, or a folder/file of cases.")
 @click.option("--case", "case_ids", multiple=True, help="Train on these case ids only (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many cases.")
