@@ -10,10 +10,11 @@ DEMO_OUT ?= runs/demo.jsonl
 
 setup: system-packages $(VENV)/.installed oas-python
 
-# bubblewrap, util-linux, binutils, faketime, chromium and chromium-driver: installed with apt when run as root, otherwise
-# the one command to run is printed and make stops here, before any long build.
+# bubblewrap, util-linux, binutils, faketime, gcc, g++, chromium, chromium-driver and the venv support of $(PYTHON)
+# (Python >= 3.11): installed with apt when run as root, otherwise the one command to run is printed and make
+# stops here, before any long build.
 system-packages:
-	@bash scripts/system_packages.sh
+	@PYTHON=$(PYTHON) bash scripts/system_packages.sh
 
 # torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
 # llama-cpp-python is built by toolemu.llm.llama_build, not by pip's default: GGML_NATIVE=OFF with the CPU's
