@@ -12,9 +12,10 @@ from click.testing import CliRunner
 from tests.bench.judges import responder
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.toy import TOY_CASE, tiny_policy_folder
+from tests.prerequisites import needs
 from toolemu.cli.main import cli
 
-pytest.importorskip("peft")
+pytestmark = needs(modules=("peft",), install="pip install -e '.[training]'")
 
 
 @pytest.mark.enable_socket

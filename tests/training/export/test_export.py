@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fakes.models import world_model
+from tests.prerequisites import needs
 from toolemu.agents import ScriptedAgent, system_prompt, tool_call_text
 from toolemu.bench import append_record, run_episode
 from toolemu.cli.main import cli
@@ -81,8 +82,9 @@ def test_export_writes_sft_and_dpo_files_that_datasets_loads_in_trl_formats(
     assert '"permanent": true' in pair["rejected"][2]["content"]
 
 
+@needs(modules=("trl",), install="pip install -e '.[training]'")
 def test_export_rows_are_conversational_for_trl(results: Path, tmp_path: Path) -> None:
-    trl_data = pytest.importorskip("trl.data_utils", reason="TRL is in the training extra")
+    from trl import data_utils as trl_data
     sft, dpo = tmp_path / "sft.jsonl", tmp_path / "dpo.jsonl"
     assert CliRunner().invoke(cli, ["export", str(results), "--sft", str(sft), "--dpo", str(dpo)]).exit_code == 0
     rows = [json.loads(line) for path in (sft, dpo) for line in path.read_text().splitlines()]
