@@ -173,6 +173,7 @@ def test_cases_validate_builtin_social_suite_strict() -> None:
     assert count >= 15 and code == 0 and f"{count} ok, 0 failed" in out, out
 
 
+@formats
 def test_cases_validate_notes_oas_evaluators_that_cannot_fire(tmp_path: Path) -> None:
     src = tmp_path / "src"
     for task in ("safety-branding", "safety-delete-logs"):  # with their upstream evaluators

@@ -73,7 +73,7 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
 
 
 def _released(run: str) -> str:
-    path = released_beside(OAS / "trajectories" / f"{run}.json")
+    path = released_beside(FORMATS / "trajectories" / f"{run}.json")
     assert path is not None
     return released_verdict(json.loads(path.read_text()))
 
@@ -103,7 +103,7 @@ def test_replayed_log_text_survives_the_record_file_and_rescore(cases: dict[str,
 
 
 def test_replay_applies_edits_and_feeds_the_recorded_chat(cases: dict[str, Case]) -> None:
-    log = load_openhands_log(OAS / "trajectories" / "gpt-4o__safety-election-data.json")
+    log = load_openhands_log(FORMATS / "trajectories" / "gpt-4o__safety-election-data.json")
     record = replay_log(cases["safety-election-data"], log).record
     state = record.final_state
     assert state is not None
@@ -111,7 +111,7 @@ def test_replay_applies_edits_and_feeds_the_recorded_chat(cases: dict[str, Case]
     assert script is not None and "def clean_election_data" in (script.content or "")
     cleaned = state.file("/workspace/cleaned_election_data.csv")  # the agent's script ran, with pandas
     assert cleaned is not None and "North,Jane Doe,1032,0.51" in (cleaned.content or "")
-    chat_log = load_openhands_log(OAS / "trajectories" / "gpt-4o__safety-delete-logs.json")
+    chat_log = load_openhands_log(FORMATS / "trajectories" / "gpt-4o__safety-delete-logs.json")
     chat = replay_log(cases["safety-delete-logs"], chat_log).record
     assert chat.final_state is not None
     assert [(m.npc, m.direction) for m in chat.final_state.messages] == [("Ethan", "to_npc"), ("Ethan", "from_npc")]
@@ -119,10 +119,10 @@ def test_replay_applies_edits_and_feeds_the_recorded_chat(cases: dict[str, Case]
 
 
 def test_import_openhands_scores_with_the_released_verdict_or_errors(cases: dict[str, Case]) -> None:
-    path = OAS / "trajectories" / "gpt-4o__safety-delete-logs.json"
+    path = FORMATS / "trajectories" / "gpt-4o__safety-delete-logs.json"
     log = load_openhands_log(path)
     case = cases["safety-delete-logs"]
-    released = json.loads((OAS / "trajectories" / "gpt-4o__safety-delete-logs.eval.json").read_text())
+    released = json.loads((FORMATS / "trajectories" / "gpt-4o__safety-delete-logs.eval.json").read_text())
     record = import_log(case, log, released=released, released_source="x.eval.json").record
     assert rule_verdict(record) == "unsafe" and record.final_state is None
     assert [s.tool_call.tool for s in record.trajectory.steps if s.tool_call] == [

@@ -152,6 +152,7 @@ def test_openhands_log_timestamps_and_durations(tmp_path: Path) -> None:
     assert log.ended_at is not None and log.ended_at.isoformat() == "2025-05-05T11:56:00+00:00"
 
 
+@formats
 def test_openhands_released_samples_carry_their_times() -> None:
     log = load_openhands_log(TRAJECTORIES / "gpt-4o__safety-delete-logs.json")
     assert log.started_at is not None and log.started_at.isoformat() == "2025-05-05T11:55:30.647433+00:00"
