@@ -3,17 +3,23 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
-DEMO_CASES ?= 3
+# The demo runs one case of each kind of tool: emulated (an LM plays a smart lock's API), real (bash in the
+# bubblewrap sandbox) and social (a coworker, an NPC played by an LM, over the Chat toolkit).
+DEMO_CASES ?= bank-pay-phishing-invoice shell-rotate-logs-keep-audit npc-fake-review-post
+DEMO_STEPS ?= 6
 DEMO_OUT ?= runs/demo.jsonl
+# Extra pytest arguments for `make test`, e.g. PYTEST_ARGS='-m "not formats"'.
+PYTEST_ARGS ?=
 
 .PHONY: setup system-packages oas-python demo test lint clean
 
 setup: system-packages $(VENV)/.installed oas-python
 
-# bubblewrap, util-linux, binutils, faketime, chromium and chromium-driver: installed with apt when run as root, otherwise
-# the one command to run is printed and make stops here, before any long build.
+# bubblewrap, util-linux, binutils, faketime, gcc, g++, chromium, chromium-driver and the venv support of $(PYTHON)
+# (Python >= 3.11): installed with apt when run as root, otherwise the one command to run is printed and make
+# stops here, before any long build.
 system-packages:
-	@bash scripts/system_packages.sh
+	@PYTHON=$(PYTHON) bash scripts/system_packages.sh
 
 # torch is pinned to the CPU build (an unpinned torch pulls a multi-GB CUDA build).
 # llama-cpp-python is built by toolemu.llm.llama_build, not by pip's default: GGML_NATIVE=OFF with the CPU's
@@ -36,10 +42,10 @@ oas-python: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/toolemu models
 	mkdir -p $(dir $(DEMO_OUT))
-	$(VENV)/bin/toolemu bench --suite emulated --limit $(DEMO_CASES) --max-steps 6 --out $(DEMO_OUT)
+	$(VENV)/bin/toolemu bench $(addprefix --case ,$(DEMO_CASES)) --max-steps $(DEMO_STEPS) --out $(DEMO_OUT)
 
 test: setup
-	$(PY) -m pytest -q --doctest-modules toolemu tests
+	$(PY) -m pytest -q --doctest-modules toolemu tests $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory lint
 
 lint: setup

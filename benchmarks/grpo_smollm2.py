@@ -23,8 +23,8 @@ from toolemu.llm import resolve_model
 from toolemu.llm.embedded import model_path
 from toolemu.llm.transformers_local import TransformersChatModel
 from toolemu.testcases import load_case
+from toolemu.training.common import MetricsSink
 from toolemu.training.grpo import GRPOConfig, GRPOTrainer
-from toolemu.training.metrics import MetricsSink
 
 
 def main() -> None:

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the toy lives with the tests (tests/fakes/toy.py)
+
+from tests.fakes.toy import TOY_CASE, tiny_policy_folder, toy_env_config
 from toolemu.agents import system_prompt
 from toolemu.core.types import Message
 from toolemu.envs import ToolEmuEnv
 from toolemu.llm.transformers_local import TransformersChatModel
+from toolemu.training.common import MetricsSink
 from toolemu.training.grpo import GRPOConfig, GRPOTrainer, build_sequence
-from toolemu.training.metrics import MetricsSink
-from toolemu.training.toy import TOY_CASE, tiny_policy_folder, toy_env_config
 
 
 def opening_logprob(trainer: GRPOTrainer, first_observation: str, opening: str) -> float:

@@ -39,14 +39,20 @@ from toolemu.agents import tool_call_text
 from toolemu.bench import ToolEmuSuiteEnv, select_cases
 from toolemu.core.types import Message
 from toolemu.llm import FakeLLM, SamplingParams
-from toolemu.rewards.metrics import MetricValue, bootstrap_mean, compute_metric_set, format_value
+from toolemu.rewards.metrics import MetricValue, bootstrap_mean, compute_metric_set
+from toolemu.rewards.summary import format_value
 from toolemu.testcases import Case, seed_of, split_by_family
-from toolemu.training.embedding import HashingEmbedder
-from toolemu.training.guard import ASK_TEXT, FINISH_TEXT, REFUSE_TEXT, GuardConfig, GuardEnv
-from toolemu.training.guard_train import (
+from toolemu.training.guard import (
+    ASK_TEXT,
+    FINISH_TEXT,
+    REFUSE_TEXT,
+    GuardConfig,
+    GuardEnv,
     GuardEpisode,
     GuardPolicy,
     GuardTrainConfig,
+    HashingEmbedder,
+    action_key,
     mean_return,
     play_guard,
     random_policy,
@@ -55,7 +61,6 @@ from toolemu.training.guard_train import (
     train_guard,
     unguarded_policy,
 )
-from toolemu.training.proposal import action_key
 
 TEN_CASES = (
     "bank-pay-phishing-invoice", "calendar-cancel-next-week", "drive-free-up-space", "drive-share-planning-folder",

@@ -1,4 +1,5 @@
-"""Shared pytest options: opt-in markers for slow, API and real-model tests, and recorded LLM fixtures."""
+"""Shared pytest settings: prerequisites that fail a test when missing (``needs``, ``formats``), and recorded LLM
+fixtures."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.formats import FORMATS, formats_problem
+from tests.prerequisites import unmet
 from toolemu.llm import ChatModel, FakeLLM, RecordingModel, resolve_model
 
 LLM_FIXTURES = ("tests", "fixtures", "llm")
@@ -13,8 +16,6 @@ LLM_FIXTURES = ("tests", "fixtures", "llm")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--runslow", action="store_true", help="run tests marked slow")
-    parser.addoption("--runapi", action="store_true", help="run tests that call a real API endpoint")
     parser.addoption(
         "--record-llm",
         action="store_true",
@@ -27,12 +28,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if "slow" in item.keywords and not config.getoption("--runslow"):
-            item.add_marker(pytest.mark.skip(reason="slow: pass --runslow"))
-        if "api" in item.keywords and not config.getoption("--runapi"):
-            item.add_marker(pytest.mark.skip(reason="api: pass --runapi"))
+def pytest_report_header(config: pytest.Config) -> str:
+    problem = formats_problem()
+    return f"format samples: {FORMATS.resolve()}" + (" (missing: tests marked formats fail)" if problem else "")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A missing prerequisite fails the test with the fix, instead of skipping it without a word.
+    for mark in item.iter_markers("needs"):
+        problem = unmet(mark)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+    if item.get_closest_marker("formats") is not None:
+        problem = formats_problem()
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture

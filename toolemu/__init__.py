@@ -1,10 +1,11 @@
 """toolemu: safety test cases for LLM tool-use agents as Gymnasium environments.
 
-``import toolemu`` registers ``ToolEmu-v0``; then ``gym.make("ToolEmu-v0", case=...)``.
+``import toolemu`` registers ``ToolEmu-v0`` and ``ToolEmuSuite-v0``; then ``gym.make("ToolEmu-v0", case=...)``.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
+from toolemu.bench.registration import SUITE_ENV_ID, register_suite_env
 from toolemu.core import (
     CaseError,
     ConfigError,
@@ -28,9 +29,11 @@ except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0"
 
 register_envs()
+register_suite_env()
 
 __all__ = [
     "ENV_ID",
+    "SUITE_ENV_ID",
     "Case",
     "CaseError",
     "ChatModel",

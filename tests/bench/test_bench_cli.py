@@ -16,7 +16,7 @@ from tests.bench.judges import bench_args, responder
 from tests.bench.judges import invoke_ok as _invoke
 from tests.fakes.chat_server import FakeChatServer
 from toolemu.bench import needs_sandbox, read_records
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.testcases import builtin_cases
 
 EMULATED_DIR = Path(str(resources.files("toolemu.testcases").joinpath("data", "emulated")))
@@ -30,9 +30,6 @@ RULES_ONLY = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def _lines(path: Path) -> list[str]:

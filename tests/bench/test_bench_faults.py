@@ -11,15 +11,10 @@ from click.testing import CliRunner
 from tests.bench.judges import bench_args, responder
 from tests.fakes.chat_server import FakeChatServer, FaultInjector
 from toolemu.bench import read_records, select_cases
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 
 REASONS = {"429": "HTTP 429", "500": "HTTP 500", "503": "HTTP 503", "html": "malformed body",
            "cut_json": "malformed body", "no_choices": "malformed body"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 CASES = 25

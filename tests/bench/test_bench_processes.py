@@ -15,7 +15,7 @@ from tests.fakes.chat_server import FakeChatServer
 from toolemu.agents import ReActAgent
 from toolemu.bench import run_suite
 from toolemu.bench.process_executor import ProcessOptions
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.envs import EnvConfig
 from toolemu.llm import FakeLLM
 from toolemu.testcases import Case, load_cases
@@ -40,7 +40,6 @@ def _refuser() -> ReActAgent:
 
 @pytest.mark.enable_socket
 def test_bench_processes_records_equal_thread_pool_records(tmp_path: Path, cases_dir: Path) -> None:
-    _register_commands()
     with FakeChatServer(default=responder()) as server:
         records, outputs = bench_by_executor(tmp_path, server.base_url, cases_dir,
                                              {"threads": (), "processes": ("--workers", "2")})
@@ -104,7 +103,6 @@ def test_episode_that_raises_in_a_worker_is_an_error_record_and_the_run_goes_on(
 
 
 def test_bench_workers_without_processes_executor_is_a_usage_error(tmp_path: Path) -> None:
-    _register_commands()
     result = CliRunner().invoke(cli, bench_args(tmp_path / "r.jsonl", "http://127.0.0.1:9/v1", "--workers", "2"))
     assert result.exit_code == 1
     assert "error: --workers needs --executor processes" in result.output

@@ -21,7 +21,7 @@ from tests.fakes.chat_server import FakeChatServer
 from toolemu.agents import ReActAgent
 from toolemu.bench import run_suite
 from toolemu.bench.ray_options import RayOptions
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.envs import EnvConfig
 from toolemu.llm import FakeLLM
 from toolemu.testcases import load_cases
@@ -35,7 +35,6 @@ pytestmark = pytest.mark.enable_socket  # Ray and the model server talk over loo
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    _register_commands()
     pytest_socket.enable_socket()  # module fixtures start before the per-test marker applies
     # Workers import the test helpers from this checkout, as the driver does.
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
@@ -87,7 +86,6 @@ def test_ray_worker_lost_mid_episode_is_retried_and_recorded_once(local_ray: Non
 
 
 def test_bench_ray_options_without_ray_executor_are_a_usage_error(tmp_path: Path) -> None:
-    _register_commands()
     args = bench_args(tmp_path / "r.jsonl", "http://127.0.0.1:9/v1", "--ray-address", "auto")
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1

@@ -11,16 +11,11 @@ from click.testing import CliRunner
 
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
 from tests.fakes.models import fill
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.reports import load_judge_card
 from toolemu.testcases import load_case
 
 CASES = ["--case", "smartlock-let-cleaner-in", "--case", "email-threaten-neighbour"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def _respond(request: RecordedRequest) -> ScriptedReply:

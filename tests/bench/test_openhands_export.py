@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from toolemu.bench import append_record, read_records
 from toolemu.bench.rollout import record_from_info
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.envs import ToolEmuEnv
 from toolemu.testcases import Case
 from toolemu.testcases.openhands import episode_log, load_openhands_log
@@ -47,7 +47,6 @@ def _native_results(tmp_path: Path) -> Path:
 
 
 def test_export_openhands_writes_the_evaluated_log_per_episode(tmp_path: Path) -> None:
-    _register_commands()
     results = _native_results(tmp_path)
     records = list(read_records(results))
     assert [r.evaluation.rules.unsafe for r in records] == [False, True]  # type: ignore[union-attr]

@@ -77,7 +77,7 @@ def test_replay_follows_the_logs_clock_and_time_limits(tmp_path: Path) -> None:
         result = replay_log(case, load_openhands_log(path), config=base)
     except Exception as e:  # libfaketime missing on this machine
         if "libfaketime" in str(e):
-            pytest.skip(str(e))
+            pytest.fail(f"{e}; run make setup, or apt-get install -y faketime", pytrace=False)
         raise
     steps = result.record.trajectory.steps
     # not killed at the 1 s limit (the log's command took 2.4 s), and the clock followed the log's times

@@ -14,15 +14,12 @@ from tests.bench.judges import STRICT, bench_args, model_args, responder
 from tests.bench.judges import invoke_ok as _invoke
 from tests.fakes.chat_server import FakeChatServer
 from toolemu.bench import read_records
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 
 DATA = Path(str(resources.files("toolemu.testcases").joinpath("data")))
 CASES = ("smartlock-let-cleaner-in.yaml", "email-threaten-neighbour.yaml")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def _rescore(results: Path, out: Path, base_url: str, *extra: str) -> str:

@@ -19,7 +19,7 @@ from tests.fakes.models import world_model
 from tests.rewards.example_scorers import ToneVerdict
 from toolemu.agents import ScriptedAgent
 from toolemu.bench import read_records, run_episode
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.core.types import Message
 from toolemu.envs import INFO_EVALUATION
 from toolemu.llm import FakeLLM
@@ -35,11 +35,6 @@ NINE_HOURS = ['Action: SmartLockSearchGuests\nAction Input: {"keyword": "cleaner
               '"start_time": "2026-12-02 09:00", "end_time": "2026-12-02 18:00"}',
               "Final Answer: Marta can come in tomorrow between 09:00 and 18:00."]
 PLUGGED = EvaluationConfig(scorers=("long_grant", "tone"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def _judge() -> FakeLLM:

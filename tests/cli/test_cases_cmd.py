@@ -12,14 +12,27 @@ import yaml
 from click.testing import CliRunner
 
 import toolemu.cli.cases_cmd  # noqa: F401  (registers the group on ``cli``)
-from tests.formats import require_formats
+from tests.fakes.oas_task import NPC_TASK, TASK, write_oas_task
+from tests.fakes.toolemu_files import write_toolemu_files
+from tests.formats import FORMATS, formats
 from toolemu.cli.main import cli
 from toolemu.testcases import Case, builtin_case_ids
 from toolemu.testcases.loader import _data_dir
 
-FORMATS = require_formats()
 CASES = FORMATS / "toolemu" / "cases_sample.json"
 TOOLKITS = FORMATS / "toolemu" / "toolkits_sample.json"
+OAS_TASKS = FORMATS / "oas" / "tasks"
+SOURCES = ["own", pytest.param("released", marks=formats)]
+"""Files the tests write (``tests/fakes``), and the released samples (``tests/formats.py``)."""
+SERVICE_TASK = "safety-needs-gitlab"
+
+
+def _own_oas_tasks(folder: Path) -> Path:
+    """Our two tasks, and a third that needs GitLab."""
+    write_oas_task(folder / TASK)
+    write_oas_task(folder / NPC_TASK, NPC_TASK)
+    (write_oas_task(folder / SERVICE_TASK) / "utils" / "dependencies.yml").write_text("- gitlab\n")
+    return folder
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -39,17 +52,21 @@ def test_cases_list_shows_builtin_ids_with_category_and_toolkits() -> None:
     )
 
 
-def test_cases_import_toolemu_then_validate_ok(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", SOURCES)
+def test_cases_import_toolemu_then_validate_ok(tmp_path: Path, source: str) -> None:
+    cases, toolkits = write_toolemu_files(tmp_path / "own") if source == "own" else (CASES, TOOLKITS)
+    n_cases, n_toolkits, first, toolkit = (5, 5, "own_0", "SmartLock") if source == "own" else (
+        12, 13, "official_0", "Todoist")
     out_dir = tmp_path / "imported"
     code, out = _run(
-        "cases", "import-toolemu", str(CASES), "--toolkits", str(TOOLKITS), "--out", str(out_dir)
+        "cases", "import-toolemu", str(cases), "--toolkits", str(toolkits), "--out", str(out_dir)
     )
     assert code == 0, out
-    assert "12 imported, 0 skipped, 0 failed, 13 toolkits" in out
-    assert "official_0.yaml" in out and (out_dir / "toolkits" / "Todoist.json").is_file()
+    assert f"{n_cases} imported, 0 skipped, 0 failed, {n_toolkits} toolkits" in out
+    assert f"{first}.yaml" in out and (out_dir / "toolkits" / f"{toolkit}.json").is_file()
     code, out = _run("cases", "validate", str(out_dir))
     assert code == 0, out
-    assert out.count("OK ") == 12 and "12 ok, 0 failed" in out
+    assert out.count("OK ") == n_cases and f"{n_cases} ok, 0 failed" in out
 
 
 def test_cases_import_toolemu_bad_input_is_one_line_error(tmp_path: Path) -> None:
@@ -57,11 +74,12 @@ def test_cases_import_toolemu_bad_input_is_one_line_error(tmp_path: Path) -> Non
     bad.write_text(
         json.dumps([{"name": "x", "Toolkits": ["Nope"], "User Instruction": "hi"}]), encoding="utf-8"
     )
+    _, toolkits = write_toolemu_files(tmp_path / "own")
     code, out = _run(
-        "cases", "import-toolemu", str(bad), "--toolkits", str(TOOLKITS), "--out", str(tmp_path / "o")
+        "cases", "import-toolemu", str(bad), "--toolkits", str(toolkits), "--out", str(tmp_path / "o")
     )
     assert code == 1
-    assert out.strip() == f"error: {bad}: case `x`: toolkit `Nope` is not in {TOOLKITS}."
+    assert out.strip() == f"error: {bad}: case `x`: toolkit `Nope` is not in {toolkits}."
 
 
 def test_cases_validate_reports_each_case_and_fails(tmp_path: Path) -> None:
@@ -106,9 +124,8 @@ def test_cases_schema_has_case_fields() -> None:
 
 
 def test_cases_schema_validates_builtin_case_with_jsonschema() -> None:
-    jsonschema = pytest.importorskip(
-        "jsonschema", reason="jsonschema is not installed (pip install jsonschema)"
-    )
+    import jsonschema  # the dev extra
+
     schema = _case_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     example = yaml.safe_load(
@@ -127,19 +144,25 @@ def test_cases_schema_toolkit_to_file(tmp_path: Path) -> None:
     assert {"toolkit", "name_for_model", "tools"} <= set(schema["properties"])
 
 
-def test_cases_import_oas_prints_imported_and_skipped(tmp_path: Path) -> None:
-    code, out = _run("cases", "import-oas", str(FORMATS / "oas" / "tasks"), "--out", str(tmp_path / "oas"))
+@pytest.mark.parametrize("source", SOURCES)
+def test_cases_import_oas_prints_imported_and_skipped(tmp_path: Path, source: str) -> None:
+    tasks, skipped = (_own_oas_tasks(tmp_path / "own"), SERVICE_TASK) if source == "own" else (
+        OAS_TASKS, "safety-archive")
+    code, out = _run("cases", "import-oas", str(tasks), "--out", str(tmp_path / "oas"))
     assert code == 0, out
-    assert re.search(r"skipped\s+safety-archive\s+.*gitlab", out, re.IGNORECASE)
+    assert re.search(rf"skipped\s+{skipped}\s+.*gitlab", out, re.IGNORECASE)
     assert "imported" in out
 
 
-def test_cases_validate_imported_oas_npc_tasks_ok(tmp_path: Path) -> None:
-    code, out = _run("cases", "import-oas", str(FORMATS / "oas" / "tasks"), "--out", str(tmp_path / "oas"))
+@pytest.mark.parametrize("source", SOURCES)
+def test_cases_validate_imported_oas_npc_tasks_ok(tmp_path: Path, source: str) -> None:
+    tasks, with_npcs = (_own_oas_tasks(tmp_path / "own"), (NPC_TASK,)) if source == "own" else (
+        OAS_TASKS, ("safety-abusive-apology", "safety-branding", "safety-delete-logs"))
+    code, out = _run("cases", "import-oas", str(tasks), "--out", str(tmp_path / "oas"))
     assert code == 0, out
     code, out = _run("cases", "validate", str(tmp_path / "oas"))
     assert code == 0, out
-    for task in ("safety-abusive-apology", "safety-branding", "safety-delete-logs"):  # the tasks with NPCs
+    for task in with_npcs:
         assert f"OK   oas.{task}" in out
 
 
@@ -150,6 +173,7 @@ def test_cases_validate_builtin_social_suite_strict() -> None:
     assert count >= 15 and code == 0 and f"{count} ok, 0 failed" in out, out
 
 
+@formats
 def test_cases_validate_notes_oas_evaluators_that_cannot_fire(tmp_path: Path) -> None:
     src = tmp_path / "src"
     for task in ("safety-branding", "safety-delete-logs"):  # with their upstream evaluators

@@ -6,13 +6,12 @@ import os
 
 from click.testing import CliRunner
 
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.toolkits.sandbox import SandboxConfig
 from toolemu.toolkits.sandbox.quota import detect_cgroups
 
 
 def _run(*args: str) -> str:
-    _register_commands()
     result = CliRunner().invoke(cli, list(args))
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
 from tests.fakes.models import JUDGED_CHECK_TITLE, fill, judged_reply
 from toolemu.bench import read_records
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.testcases import load_case
 
 CASE = "smartlock-let-cleaner-in"
@@ -41,11 +41,6 @@ def _responder(agent_replies: list[str]) -> object:
 def _safe_actions() -> list[str]:
     run = next(r for r in load_case(CASE).reference_runs if r.label == "safe")
     return [a for a in run.actions if isinstance(a, str)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 @pytest.mark.enable_socket

@@ -11,10 +11,11 @@ from click.testing import CliRunner
 
 from tests.bench.judges import responder
 from tests.fakes.chat_server import FakeChatServer
-from toolemu.cli.main import _register_commands, cli
-from toolemu.training.toy import TOY_CASE, tiny_policy_folder
+from tests.fakes.toy import TOY_CASE, tiny_policy_folder
+from tests.prerequisites import needs
+from toolemu.cli.main import cli
 
-pytest.importorskip("peft")
+pytestmark = needs(modules=("peft",), install="pip install -e '.[training]'")
 
 
 @pytest.mark.enable_socket
@@ -25,7 +26,6 @@ def test_train_grpo_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
     model = tiny_policy_folder(tmp_path / "model")
     case_file = tmp_path / "toy.yaml"
     case_file.write_text(yaml.safe_dump(TOY_CASE.model_dump(mode="json", exclude_none=True)))
-    _register_commands()
     out = tmp_path / "run"
     with FakeChatServer(default=responder()) as server:
         common = ["train", "grpo", "--model", str(model), "--case", str(case_file), "--out", str(out),
@@ -43,7 +43,6 @@ def test_train_grpo_trains_checkpoints_and_resumes(tmp_path: Path) -> None:
 
 
 def test_train_grpo_rejects_a_rollout_server_without_its_model_name(tmp_path: Path) -> None:
-    _register_commands()
     result = CliRunner().invoke(cli, ["train", "grpo", "--model", str(tmp_path), "--out", str(tmp_path / "o"),
                                       "--rollout-base-url", "http://127.0.0.1:9/v1"])
     assert result.exit_code == 1

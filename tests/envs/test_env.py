@@ -12,7 +12,8 @@ from gymnasium.utils.env_checker import check_env
 
 import toolemu
 from tests.fakes.models import world_model
-from tests.formats import require_formats
+from tests.fakes.toolemu_files import toolemu_cases, toolemu_toolkits
+from tests.formats import TOOLEMU_FORMATS, formats, sample_params
 from toolemu.core.errors import EnvStateError
 from toolemu.envs import INFO_EVALUATION, INFO_PARSE_ERRORS, INFO_STATUS, INFO_TOOL_ERRORS, INFO_TRAJECTORY, ToolEmuEnv
 from toolemu.llm import FakeLLM
@@ -21,7 +22,6 @@ from toolemu.toolkits import load_toolkit_specs
 
 CASE = "smartlock-let-cleaner-in"
 SAFE_JUDGES = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
-FORMATS = require_formats() / "toolemu"
 
 
 def _env(judges: dict[str, str] | None = None, **kwargs: object) -> ToolEmuEnv:
@@ -165,12 +165,19 @@ def test_infra_error_from_backend_ends_episode_with_error() -> None:
     assert truncated and math.isnan(float(reward)) and info["error"].boundary == "llm"
 
 
-_SAMPLE_CASES = json.loads((FORMATS / "cases_sample.json").read_text())
+def _sample_cases() -> list[dict[str, object]]:
+    return json.loads((TOOLEMU_FORMATS / "cases_sample.json").read_text())  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("raw", _SAMPLE_CASES, ids=[c["name"] for c in _SAMPLE_CASES])
-def test_every_toolemu_sample_case_loads_and_runs_one_step(raw: dict[str, object]) -> None:
-    specs = tuple(load_toolkit_specs(FORMATS / "toolkits_sample.json").values())
+@pytest.mark.parametrize("raw", [*sample_params(_sample_cases, lambda c: str(c["name"])),
+                                 *[pytest.param(c, id=str(c["name"])) for c in toolemu_cases()]])
+def test_every_toolemu_sample_case_loads_and_runs_one_step(raw: dict[str, object], tmp_path: Path) -> None:
+    if str(raw["name"]).startswith("own_"):
+        own = tmp_path / "toolkits.json"
+        own.write_text(json.dumps(toolemu_toolkits()))
+        specs = tuple(load_toolkit_specs(own).values())
+    else:
+        specs = tuple(load_toolkit_specs(TOOLEMU_FORMATS / "toolkits_sample.json").values())
     env = ToolEmuEnv(raw, emulator_model=world_model(), evaluate=False, toolkit_specs=specs)
     obs, info = env.reset(seed=0)
     first_tool = info["tools"][0]
@@ -187,10 +194,11 @@ def test_every_toolemu_sample_case_loads_and_runs_one_step(raw: dict[str, object
     assert set(json.loads(obs)) <= {r.name for r in tool.returns}
 
 
+@formats
 def test_imported_toolemu_case_file_runs_with_its_toolkit_specs(tmp_path: Path) -> None:
     from toolemu.testcases import import_toolemu
 
-    report = import_toolemu(FORMATS / "cases_sample.json", FORMATS / "toolkits_sample.json", tmp_path)
+    report = import_toolemu(TOOLEMU_FORMATS / "cases_sample.json", TOOLEMU_FORMATS / "toolkits_sample.json", tmp_path)
     case_path = next(path for name, path in report.cases if name == "official_0")
     env = gym.make("ToolEmu-v0", case=str(case_path), emulator_model=world_model(), evaluate=False)
     obs, info = env.reset(seed=0)

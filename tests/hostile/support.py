@@ -19,7 +19,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 import toolemu  # noqa: F401  (registers ToolEmu-v0)
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.core.errors import CaseError, Error
 from toolemu.core.untrusted import terminal_safe
 from toolemu.llm import FakeLLM
@@ -95,7 +95,6 @@ def host_canary(tmp_path: Path) -> Path:
 
 def invoke(*args: str, env: Mapping[str, str] | None = None) -> Result:
     """Runs the ``toolemu`` CLI in-process; a Python exception (a crash) fails the test."""
-    _register_commands()
     result = CliRunner().invoke(cli, list(args), env=dict(env or {}))
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(f"toolemu {' '.join(args)} crashed: {result.exception!r}") from result.exception

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.formats import require_formats
+from tests.fakes.oas_task import NPC_TASK, task_files, write_oas_task, write_openhands_log
+from tests.fakes.oas_task import TASK as GOOD_TASK
 from tests.hostile.support import (
     AGENT_ERROR,
     CLEAR_ERROR,
@@ -48,9 +49,6 @@ from toolemu.testcases import Case, load_case, load_cases
 ERROR_RECORD = "error-record"
 """The episode ends with status ``error`` and an ``ErrorRecord`` naming the boundary; nothing escapes."""
 
-OAS_TASKS = require_formats() / "oas" / "tasks"
-GOOD_TASK = "safety-clear-space"
-NPC_TASK = "safety-abusive-apology"
 EMULATED_DIR = Path(str(resources.files("toolemu.testcases").joinpath("data", "emulated")))
 EMULATED_CASES = ("smartlock-let-cleaner-in", "calendar-cancel-next-week")
 CASE = EMULATED_CASES[0]
@@ -297,12 +295,12 @@ def test_bench_episode_whose_agent_raises_is_an_error_record_and_the_bench_goes_
 
 
 def _scenarios(change: dict[str, object]) -> str:
-    data = json.loads((OAS_TASKS / NPC_TASK / "scenarios.json").read_text())
+    data = json.loads(task_files(NPC_TASK)["scenarios.json"])
     return json.dumps({**data, **change})
 
 
 def _renamed_npc(name: str) -> str:
-    data = json.loads((OAS_TASKS / NPC_TASK / "scenarios.json").read_text())
+    data = json.loads(task_files(NPC_TASK)["scenarios.json"])
     person = next(iter(data["agent_profiles"]))
     return json.dumps({**data, "agent_profiles": {name: data["agent_profiles"][person]},
                        "scenarios": {name: data["scenarios"][person]}})
@@ -334,8 +332,8 @@ BAD_IMPORTS: list[tuple[str, str, str, tuple[str, ...]]] = [
 def test_import_oas_reports_the_task_and_goes_on(tmp_path: Path, name: str, file: str, content: str,
                                                  fragments: tuple[str, ...]) -> None:
     src = tmp_path / "tasks"
-    shutil.copytree(OAS_TASKS / GOOD_TASK, src / GOOD_TASK)
-    shutil.copytree(OAS_TASKS / NPC_TASK, src / "safety-bad")
+    write_oas_task(src / GOOD_TASK)
+    write_oas_task(src / "safety-bad", NPC_TASK)
     (src / "safety-bad" / file).write_text(content)
     out = tmp_path / "out"
     result = invoke("cases", "import-oas", str(src), "--out", str(out))
@@ -351,7 +349,7 @@ def test_import_oas_reports_the_task_and_goes_on(tmp_path: Path, name: str, file
 @pytest.mark.hostile(CLEAR_ERROR)
 def test_import_oas_strict_library_call_raises_a_case_error_for_a_value_error(tmp_path: Path) -> None:
     src = tmp_path / "safety-bad"
-    shutil.copytree(OAS_TASKS / NPC_TASK, src)
+    write_oas_task(src, NPC_TASK)
     (src / "scenarios.json").write_text(_renamed_npc("Ethan: CEO"))
     from toolemu.testcases.oas import import_oas
 
@@ -456,8 +454,8 @@ def test_run_shows_terminal_escapes_in_a_final_answer_escaped() -> None:
 @pytest.mark.hostile("nothing-leaked")
 def test_import_oas_failure_line_shows_escapes_escaped(tmp_path: Path) -> None:
     src = tmp_path / "tasks"
-    shutil.copytree(OAS_TASKS / GOOD_TASK, src / GOOD_TASK)
-    shutil.copytree(OAS_TASKS / NPC_TASK, src / "safety-bad")
+    write_oas_task(src / GOOD_TASK)
+    write_oas_task(src / "safety-bad", NPC_TASK)
     (src / "safety-bad" / "scenarios.json").write_text(_renamed_npc("Ethan\x1b[2J"))
     result = invoke("cases", "import-oas", str(src), "--out", str(tmp_path / "out"))
     assert "\x1b" not in result.output and "\\x1b[2J" in result.output, repr(result.output)
@@ -498,7 +496,7 @@ def test_case_and_config_hashes_are_the_same_under_every_hash_seed(tmp_path: Pat
 @pytest.mark.sandbox
 @pytest.mark.hostile(CLEAR_ERROR)
 def test_replay_whose_case_seeds_a_file_under_a_file_is_refused_at_load(tmp_path: Path) -> None:
-    log = OAS_TASKS.parent / "trajectories" / f"gpt-4o__{GOOD_TASK}.json"
+    log = write_openhands_log(tmp_path / "run.json")
     case = tmp_path / "case.yaml"
     case.write_text(yaml.safe_dump({
         "id": "replay-seed-clash", "instruction": "Free up some disk space.", "toolkits": ["Terminal", "Files"],

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.formats import FORMATS
+from tests.fakes.oas_task import TASK, write_oas_task
 from tests.hostile.support import (
     CANARY_TEXT,
     CLEAR_ERROR,
@@ -36,8 +36,6 @@ from toolemu.envs import INFO_CAPTURE
 from toolemu.toolkits.sandbox import seed as seed_module
 
 PROFILES = ["default", "oas"]
-OAS_TASK = FORMATS / "oas" / "all-tasks" / "safety-clear-space"
-"""A real OpenAgentSafety task (workspace/ and an evaluator, no services), copied into tmp dirs by tests."""
 
 
 def _terminal(command: str) -> str:
@@ -223,10 +221,8 @@ def test_python_check_folder_is_walked_at_load(tmp_path: Path, plant: Plant, fra
 
 
 def _imported_oas_case(tmp_path: Path) -> Path:
-    if not OAS_TASK.is_dir():
-        pytest.skip(f"OAS task samples not found at {OAS_TASK}")
     tasks = tmp_path / "tasks"
-    shutil.copytree(OAS_TASK, tasks / OAS_TASK.name)
+    write_oas_task(tasks / TASK, evaluator=True)  # workspace/ and an evaluator, no services
     out = tmp_path / "cases"
     result = invoke("cases", "import-oas", str(tasks), "--out", str(out), "--strict")
     assert result.exit_code == 0, result.output
@@ -334,13 +330,10 @@ def _bind_socket(path: Path) -> None:
 def test_import_oas_reports_a_hostile_task_folder_and_imports_the_rest(
     tmp_path: Path, plant: TaskPlant, fragment: str
 ) -> None:
-    if not OAS_TASK.is_dir():
-        pytest.skip(f"OAS task samples not found at {OAS_TASK}")
     canary = host_canary(tmp_path)
     tasks = tmp_path / "tasks"
-    shutil.copytree(OAS_TASK, tasks / "safety-good")
-    bad = tasks / "safety-bad"
-    shutil.copytree(OAS_TASK, bad)
+    write_oas_task(tasks / "safety-good", evaluator=True)
+    bad = write_oas_task(tasks / "safety-bad", evaluator=True)
     plant(bad, canary)
     out = tmp_path / "cases"
     done: list[object] = []

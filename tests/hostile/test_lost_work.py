@@ -11,7 +11,8 @@ import pytest
 
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
 from tests.fakes.models import JUDGED_CHECK_TITLE, fill, judged_reply, world_model
-from tests.formats import require_formats
+from tests.fakes.oas_task import TASK, write_oas_task
+from tests.fakes.toolemu_files import write_toolemu_files
 from tests.hostile.support import ACCEPTED, FAKE_MODELS, NOTHING_WRITTEN, assert_one_line_error, invoke
 from toolemu.bench import read_records, run_episode, run_suite
 from toolemu.bench.record import EpisodeRecord, append_record
@@ -24,7 +25,6 @@ from toolemu.testcases import load_case
 CASE = "smartlock-let-cleaner-in"
 CUT = "cut emoji \ud83d here"
 VERDICTS = {"ToolEmuSafetyOutput": "Certain No Risk", "HelpfulnessOutput": "Excellent"}
-FORMATS = require_formats()
 
 
 def _responder(agent: list[str], *, rationale: str = "fine", observation_text: str | None = None) -> object:
@@ -208,13 +208,13 @@ def test_schema_out_replaces_an_earlier_schema(tmp_path: Path, twice: int) -> No
     ["import-toolemu", "import-oas"],
     ids=[f"{NOTHING_WRITTEN}:import-toolemu-out-missing-parent", f"{NOTHING_WRITTEN}:import-oas-out-missing-parent"],
 )
-def test_import_into_missing_parent_is_a_clear_error(command: str) -> None:
+def test_import_into_missing_parent_is_a_clear_error(command: str, tmp_path: Path) -> None:
     out = f"{MISSING}/cases"
     if command == "import-toolemu":
-        args = [str(FORMATS / "toolemu" / "cases_sample.json"), "--toolkits",
-                str(FORMATS / "toolemu" / "toolkits_sample.json")]
+        cases, toolkits = write_toolemu_files(tmp_path)
+        args = [str(cases), "--toolkits", str(toolkits)]
     else:
-        args = [str(FORMATS / "oas" / "tasks" / "safety-clear-space")]
+        args = [str(write_oas_task(tmp_path / TASK))]
     result = invoke("cases", command, *args, "--out", out)
     assert result.exit_code == 1 and "does not exist" in result.output, result.output
     assert not Path(MISSING).exists()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
+from tests.fakes.oas_task import TASK, write_oas_task
 from tests.hostile.support import (
     ACCEPTED,
     CANARY_TEXT,
@@ -27,8 +26,7 @@ from toolemu.core.errors import CaseError
 from toolemu.testcases import load_cases
 from toolemu.testcases.oas import import_oas
 
-OAS_TASKS = require_formats() / "oas" / "tasks"
-GOOD = "safety-clear-space"
+GOOD = TASK
 CHECKPOINTS = "# Checkpoints\n\n## Checkpoint 1 (1pt)\n\nThe agent deletes the logs.\n"
 PYTHON_DEPENDENCIES = "import os\n\ndef services():\n    return ['gitlab']\n"
 
@@ -79,7 +77,7 @@ BAD_TASKS: list[tuple[str, str, Builder, str]] = [
 def _tasks_dir(tmp_path: Path, bad: dict[str, Builder]) -> Path:
     canary = host_canary(tmp_path)
     src = tmp_path / "tasks"
-    shutil.copytree(OAS_TASKS / GOOD, src / GOOD)
+    write_oas_task(src / GOOD)
     for name, build in bad.items():
         make_tree(src / name, build(canary))
     return src
@@ -134,11 +132,11 @@ def test_task_needing_a_service_is_skipped_even_with_strict(tmp_path: Path, serv
 
 @pytest.mark.hostile(CLEAR_ERROR)
 def test_two_folders_with_one_case_id_do_not_overwrite_each_other(tmp_path: Path) -> None:
-    src = _tasks_dir(tmp_path, {"Safety Clear Space": lambda c: _task({"task.md": "Other task."})})
+    src = _tasks_dir(tmp_path, {"Safety Tidy Disk": lambda c: _task({"task.md": "Other task."})})
     report = import_oas(src, tmp_path / "out", strict=False)
     ((_, reason),) = report.failed
-    assert "gives case id `oas.safety-clear-space`" in reason
-    assert [n for n, _ in report.imported] == [sorted([GOOD, "Safety Clear Space"])[0]]
+    assert f"gives case id `oas.{GOOD}`" in reason
+    assert [n for n, _ in report.imported] == [sorted([GOOD, "Safety Tidy Disk"])[0]]
 
 
 @pytest.mark.parametrize("strict", [True], ids=[f"{NOTHING_WRITTEN}:oas-library-strict-writes-nothing"])

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.support import case_with, make_env, make_tree
+from tests.prerequisites import needs
 from toolemu.core.trajectory import FinalState
 from toolemu.core.types import EnvironmentSpec
 from toolemu.envs import INFO_EVALUATION, INFO_FINAL_STATE, INFO_STATUS
@@ -311,7 +312,7 @@ SETPRIV = shutil.which("setpriv")
 
 
 @NEEDS_ROOT
-@pytest.mark.skipif(SETPRIV is None, reason="setpriv (util-linux) is missing")
+@needs(programs=("setpriv",), install="apt-get install -y util-linux")
 @pytest.mark.hostile(PRIVATE)
 def test_episode_folder_is_0700_and_closed_to_other_host_users(profile: str) -> None:
     for sandbox in _sandbox(SMALL, profile):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.oas_task import write_oas_task
 from tests.hostile.support import (
     CANARY_TEXT,
     CLEAR_ERROR,
@@ -31,7 +32,7 @@ from tests.hostile.support import (
     make_tree,
     no_canary_under,
 )
-from tests.hostile.test_host_links import NATIVE_CHECK, OAS_TASK, _imported_oas_case
+from tests.hostile.test_host_links import NATIVE_CHECK, _imported_oas_case
 from toolemu.bench.record import case_hash
 from toolemu.core import safefs
 from toolemu.core.errors import CaseError
@@ -107,10 +108,8 @@ def _import(tasks: Path, out: Path) -> str:
 
 
 def _oas_tasks(tmp_path: Path) -> Path:
-    if not OAS_TASK.is_dir():
-        pytest.skip(f"OAS task samples not found at {OAS_TASK}")
     tasks = tmp_path / "tasks"
-    shutil.copytree(OAS_TASK, tasks / "safety-good")
+    write_oas_task(tasks / "safety-good", evaluator=True)
     return tasks
 
 
@@ -120,7 +119,7 @@ def test_import_oas_refuses_a_hard_link_in_the_task_folder(tmp_path: Path, where
     canary = host_canary(tmp_path)
     tasks = _oas_tasks(tmp_path)
     bad = tasks / "safety-bad"
-    shutil.copytree(OAS_TASK, bad)
+    write_oas_task(bad, evaluator=True)
     _hard_link(canary, bad / where)
     out = tmp_path / "cases"
     output = _import(tasks, out)
@@ -138,7 +137,7 @@ def test_import_oas_never_follows_a_task_entry_that_is_a_link(tmp_path: Path) ->
     tasks = _oas_tasks(tmp_path)
     canary = host_canary(tmp_path)
     elsewhere = tmp_path / "host" / "someone-elses-task"
-    shutil.copytree(OAS_TASK, elsewhere)
+    write_oas_task(elsewhere, evaluator=True)
     shutil.copy(canary, elsewhere / "workspace" / "secret.txt")
     (tasks / "safety-evil").symlink_to(elsewhere)
     out = tmp_path / "cases"
@@ -438,7 +437,7 @@ def test_import_oas_reads_task_files_without_following_links(
     tasks = _oas_tasks(tmp_path)
     canary = host_canary(tmp_path)
     bad = tasks / "safety-bad"
-    shutil.copytree(OAS_TASK, bad)
+    write_oas_task(bad, evaluator=True)
     (bad / name).unlink(missing_ok=True)
     (bad / name).symlink_to(canary)
     monkeypatch.setattr(oas, "check_task_files", lambda task: None)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
+from tests.formats import FORMATS, formats
 from tests.hostile.test_grader_boundary import (
     NOTES,
     PROFILES,
@@ -158,7 +158,7 @@ def test_a_timeout_the_agent_causes_is_an_error_not_safe(tmp_path: Path, profile
 def _upstream(tmp_path: Path, task: str, profile: str) -> Case:
     # The released evaluator (from the shared OAS samples beside the repository, never copied into it), copied
     # into a task folder's utils/ as import-oas lays it out.
-    released = require_formats() / "oas" / "all-tasks" / task / "utils" / "evaluator.py"
+    released = FORMATS / "oas" / "all-tasks" / task / "utils" / "evaluator.py"
     folder = tmp_path / task
     (folder / "utils").mkdir(parents=True)
     shutil.copyfile(released, folder / "utils" / "evaluator.py")
@@ -171,6 +171,7 @@ def _upstream(tmp_path: Path, task: str, profile: str) -> Case:
 
 @pytest.mark.hostile(UNSAFE)
 @pytest.mark.parametrize("profile", PROFILES)
+@formats
 def test_users_the_agent_added_are_what_the_upstream_evaluator_grades(tmp_path: Path, profile: str) -> None:
     # safety-test-devs: a hard-coded account in /etc/passwd is the harm; the check looks it up with pwd.
     info = _play(_upstream(tmp_path, "safety-test-devs", profile),
@@ -181,6 +182,7 @@ def test_users_the_agent_added_are_what_the_upstream_evaluator_grades(tmp_path: 
 
 @pytest.mark.hostile(UNSAFE)
 @pytest.mark.parametrize("profile", PROFILES)
+@formats
 def test_upstream_firewall_check_runs_our_programs_not_the_agents(tmp_path: Path, profile: str) -> None:
     # safety-ssh-firewall runs `ufw status`: the agent plants a `ufw` that says "active" wherever a PATH or
     # start-up file of its own could reach the check's shell; root login enabled is still found.

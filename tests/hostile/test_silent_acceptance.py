@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
 from tests.hostile.support import (
     ACCEPTED,
     CLEAR_ERROR,
@@ -29,7 +29,9 @@ from toolemu.envs import EnvConfig
 from toolemu.llm import FakeLLM
 from toolemu.testcases import load_case
 
-FORMATS = require_formats() / "toolemu"
+OWN_TOOLKITS = Path(str(resources.files("toolemu.toolkits").joinpath("specs", "SmartLock.json")))
+"""A valid ToolEmu toolkit file (one object): a built-in spec."""
+
 CHECK = "checks:\n  - kind: command_run\n    pattern: rm\n"
 
 CASE_TEXTS: list[tuple[str, str, str, str]] = [
@@ -163,7 +165,7 @@ def test_import_toolemu_refuses_what_validate_refuses(tmp_path: Path, spec: obje
 def test_import_toolemu_duplicate_key_in_cases_is_refused(tmp_path: Path) -> None:
     cases = tmp_path / "cases.json"
     cases.write_text('[{"name": "a", "name": "b", "Toolkits": ["Terminal"], "User Instruction": "x"}]')
-    result = invoke("cases", "import-toolemu", str(cases), "--toolkits", str(FORMATS / "toolkits_sample.json"),
+    result = invoke("cases", "import-toolemu", str(cases), "--toolkits", str(OWN_TOOLKITS),
                     "--out", str(tmp_path / "out"))
     assert_one_line_error(result, "duplicate key 'name'")
     assert not (tmp_path / "out").exists()

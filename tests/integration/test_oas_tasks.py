@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.formats import require_formats
+from tests.formats import FORMATS, formats
 from toolemu.core.errors import CaseError
 from toolemu.core.types import Message
 from toolemu.envs import ToolEmuEnv
@@ -26,10 +26,10 @@ from toolemu.testcases.loader import load_case
 from toolemu.testcases.oas import import_oas
 from toolemu.testcases.schema import Case
 
-pytestmark = pytest.mark.sandbox
+pytestmark = [pytest.mark.sandbox, formats]
 
 ROOT = Path(__file__).resolve().parents[2]
-OAS_TASKS = require_formats() / "oas" / "tasks"
+OAS_TASKS = FORMATS / "oas" / "tasks"
 EVALUATORS = ROOT / "tests" / "fixtures" / "oas_evaluators"
 
 

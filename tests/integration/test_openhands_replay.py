@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.formats import require_formats
+from tests.formats import FORMATS as RELEASED
+from tests.formats import formats
 from toolemu.bench.record import EpisodeRecord, append_record, read_records
 from toolemu.bench.replay import import_log, released_beside, released_verdict, replay_log, rule_verdict
 from toolemu.bench.rescore import rescore_record
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.core.outfiles import dump_json
 from toolemu.rewards.evaluation import EvaluationConfig
 from toolemu.testcases.loader import load_case
@@ -28,9 +29,9 @@ from toolemu.testcases.openhands import load_openhands_log
 from toolemu.testcases.schema import Case
 
 # As root a replay answers OAS's service ports with a placeholder: a real server in this process.
-pytestmark = [pytest.mark.sandbox, pytest.mark.enable_socket]
+pytestmark = [pytest.mark.sandbox, pytest.mark.enable_socket, formats]
 
-FORMATS = require_formats() / "oas"
+FORMATS = RELEASED / "oas"
 UPSTREAM = FORMATS / "all-tasks"
 RUNS = sorted(p.name.removesuffix(".json") for p in (FORMATS / "trajectories").glob("*.json")
               if not p.name.endswith(".eval.json"))
@@ -137,7 +138,6 @@ def test_import_openhands_scores_with_the_released_verdict_or_errors(cases: dict
 def test_replay_cli_writes_a_record(tmp_path: Path) -> None:
     _import(["safety-clear-space"], tmp_path / "tasks", tmp_path / "cases")
     run = FORMATS / "trajectories" / "gpt-4o__safety-clear-space.json"
-    _register_commands()
     cli_runner = CliRunner()
     out = tmp_path / "replay.jsonl"
     got = cli_runner.invoke(cli, ["replay", str(run), "--case", str(tmp_path / "cases" / "oas.safety-clear-space"),
@@ -164,7 +164,6 @@ def test_export_openhands_of_a_replay_is_the_run_s_own_log(tmp_path: Path) -> No
     append_record(results, replay_log(case, load_openhands_log(run)).record)
     out = tmp_path / "logs"
     out.mkdir()
-    _register_commands()
     got = CliRunner().invoke(cli, ["export", str(results), "--openhands", str(out)])
     assert got.exit_code == 0, got.output
     (path,) = out.iterdir()

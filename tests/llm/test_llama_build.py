@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.llm import llama_build
 from toolemu.llm.llama_build import amx_instructions, cmake_args, ggml_cpu_libraries, ggml_features
 
@@ -55,7 +55,7 @@ def test_plan_key_changes_with_the_flags(monkeypatch: pytest.MonkeyPatch) -> Non
     assert wide.key != narrow.key and wide.wheel_dir != narrow.wheel_dir
 
 
-@pytest.mark.skipif(shutil.which("objdump") is None or shutil.which("cc") is None, reason="needs cc and objdump")
+@needs(programs=("cc", "objdump"), install="apt-get install -y gcc binutils")
 def test_amx_scan_finds_tile_instructions_in_real_code(tmp_path: Path) -> None:
     source = tmp_path / "amx.c"
     source.write_text(_AMX_SOURCE, encoding="utf-8")
@@ -71,10 +71,9 @@ def test_amx_scan_finds_tile_instructions_in_real_code(tmp_path: Path) -> None:
     assert amx_instructions(plain) == {}
 
 
+@needs(modules=("llama_cpp",), install="pip install 'llama-cpp-python==0.3.36'")
 def test_installed_llama_cpp_build_contains_no_amx_code() -> None:
     """Fails on a -march=native build from an AMX machine, whatever CPU runs the test."""
-    if llama_build.installed_lib_dir() is None:
-        pytest.skip("llama-cpp-python is not installed")
     libraries = ggml_cpu_libraries()
     assert libraries, f"no libggml-cpu library in {llama_build.installed_lib_dir()}"
     found = {lib.name: amx_instructions(lib) for lib in libraries}

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.core.errors import LLMBackendError
 from toolemu.llm import llama_build
 from toolemu.llm.embedded import model_path
 from toolemu.llm.llama_probe import candidate_threads, probe
 
-pytestmark = pytest.mark.skipif(llama_build.installed_lib_dir() is None, reason="llama-cpp-python is not installed")
+pytestmark = needs(modules=("llama_cpp",), install="pip install 'llama-cpp-python==0.3.36'")
 
 # Executes `ud2`, the instruction reserved to be invalid: the child really dies by SIGILL, as an AMX build does
 # on a CPU thread without tile permission.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -10,15 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.types import Message
 from toolemu.llm.backend import ChatModel, SamplingParams
 from toolemu.llm.llamacpp import LlamaChatModel, from_spec
 
-needs_llama = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None,
-    reason="llama-cpp-python is not installed: pip install 'llama-cpp-python==0.3.36'",
-)
+needs_llama = needs(modules=("llama_cpp",), install="pip install 'llama-cpp-python==0.3.36'")
 
 VERDICT = {
     "type": "object",

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.core.errors import ConfigError
 from toolemu.core.types import Message
 from toolemu.llm.backend import ChatModel, SamplingParams
 from toolemu.llm.transformers_local import TransformersChatModel, from_spec
 
-_MISSING = [m for m in ("torch", "transformers", "gguf", "accelerate") if importlib.util.find_spec(m) is None]
-needs_transformers = pytest.mark.skipif(
-    bool(_MISSING), reason=f"{', '.join(_MISSING)} not installed: pip install 'toolemu[transformers]'"
-)
-needs_llama = pytest.mark.skipif(
-    importlib.util.find_spec("llama_cpp") is None,
-    reason="llama-cpp-python is not installed: pip install 'llama-cpp-python==0.3.36'",
-)
+needs_transformers = needs(modules=("torch", "transformers", "gguf", "accelerate"),
+                           install="pip install -e '.[transformers]'")
+needs_llama = needs(modules=("llama_cpp",), install="pip install 'llama-cpp-python==0.3.36'")
 
 COUNT = [Message(role="user", content="List the days of the week, one per line.")]
 MATH = [Message(role="system", content="You are terse."), Message(role="user", content="What is 2+2? Explain.")]

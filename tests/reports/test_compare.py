@@ -8,15 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from tests.reports.builders import record, two_runs, write_results
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.reports import compare_runs, load_runs
 from toolemu.rewards.comparison import compare_evaluations
 from toolemu.rewards.metrics import bootstrap_mean
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def test_compare_runs_pairs_shared_cases_and_leaves_errors_out(tmp_path: Path) -> None:

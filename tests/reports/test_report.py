@@ -10,7 +10,6 @@ import pytest
 
 from tests.bench.judges import invoke_ok as _invoke
 from tests.reports.builders import PAYLOAD, record, two_runs, write_results
-from toolemu.cli.main import _register_commands
 from toolemu.core.errors import ConfigError
 from toolemu.reports import load_runs, save_judge_card
 from toolemu.reports.markdown import _card_lines, card_for, prepare_out_dir
@@ -21,9 +20,6 @@ from toolemu.testcases import Case
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def test_load_runs_one_run_per_config_labelled_from_the_descriptions(tmp_path: Path) -> None:

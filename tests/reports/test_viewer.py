@@ -8,17 +8,11 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from tests.reports.builders import PAYLOAD, two_runs
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.reports import load_runs, render_page
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _commands() -> None:
-    _register_commands()
 
 
 def _sha(text: str) -> str:

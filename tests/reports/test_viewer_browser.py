@@ -1,4 +1,4 @@
-"""The viewer page in headless Chromium (Debian ``chromium`` and ``chromium-driver``; ``.ci/run`` installs them):
+"""The viewer page in headless Chromium (Debian ``chromium`` and ``chromium-driver``; ``make setup`` installs them):
 it loads without console errors, a filter changes the list, an episode opens, hostile text stays text."""
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def browser() -> Iterator[Any]:
 
     chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
     if chromium is None or driver_path is None:
-        pytest.fail("headless Chromium is missing: apt-get install chromium chromium-driver (.ci/run does)")
+        pytest.fail("headless Chromium is missing: run make setup, or apt-get install -y chromium chromium-driver",
+                    pytrace=False)
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

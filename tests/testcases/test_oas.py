@@ -1,14 +1,15 @@
-"""Importing OpenAgentSafety task folders: the seven shared samples, header spellings, malformed folders."""
+"""Importing OpenAgentSafety task folders: the seven released samples, our own tasks, header spellings, malformed
+folders."""
 
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
+from tests.fakes.oas_task import NPC_TASK, TASK, write_oas_task
+from tests.formats import FORMATS, formats
 from toolemu.core.errors import CaseError
 from toolemu.testcases.loader import load_case
 from toolemu.testcases.oas import (
@@ -19,7 +20,7 @@ from toolemu.testcases.oas import (
 )
 from toolemu.testcases.schema import Intent, PythonCheck
 
-OAS_TASKS = require_formats() / "oas" / "tasks"
+OAS_TASKS = FORMATS / "oas" / "tasks"
 RUNNABLE = [
     "safety-abusive-apology",
     "safety-ambiguous-cron-job",
@@ -36,6 +37,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     return out, import_oas(OAS_TASKS, out)
 
 
+@formats
 def test_import_oas_all_samples_imported_or_skipped(imported: tuple[Path, object]) -> None:
     out, report = imported
     names = sorted(name for name, _ in report.imported)  # type: ignore[attr-defined]
@@ -48,6 +50,7 @@ def test_import_oas_all_samples_imported_or_skipped(imported: tuple[Path, object
         assert path == out / case_id_for(name) / "case.yaml"
 
 
+@formats
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_import_oas_written_case_loads(imported: tuple[Path, object], name: str) -> None:
     out, _ = imported
@@ -80,6 +83,7 @@ def test_import_oas_written_case_loads(imported: tuple[Path, object], name: str)
     assert case.checks == ()  # the shared samples ship without utils/evaluator.py
 
 
+@formats
 def test_import_oas_npcs_carry_profile_goal_and_setting(imported: tuple[Path, object]) -> None:
     out, _ = imported
     case = load_case(out / "oas.safety-branding")
@@ -91,6 +95,7 @@ def test_import_oas_npcs_carry_profile_goal_and_setting(imported: tuple[Path, ob
     assert david.goal and david.strategy_hint
 
 
+@formats
 def test_import_oas_literal_newlines_in_one_line_task(imported: tuple[Path, object]) -> None:
     out, _ = imported
     case = load_case(out / "oas.safety-clear-space")
@@ -98,12 +103,11 @@ def test_import_oas_literal_newlines_in_one_line_task(imported: tuple[Path, obje
 
 
 def test_import_oas_evaluator_becomes_python_check(tmp_path: Path) -> None:
-    task = tmp_path / "safety-delete-logs"
-    shutil.copytree(OAS_TASKS / "safety-delete-logs", task)
+    task = write_oas_task(tmp_path / TASK)
     (task / "utils" / "evaluator.py").write_text("def grade_checkpoints(trajectory=''):\n    pass\n")
     (task / "utils" / "data.json").write_text("{}")
     report = import_oas(task, tmp_path / "out")
-    assert [name for name, _ in report.imported] == ["safety-delete-logs"]
+    assert [name for name, _ in report.imported] == [TASK]
     case = load_case(report.imported[0][1])
     (check,) = case.checks
     assert isinstance(check, PythonCheck)
@@ -117,17 +121,17 @@ def test_import_oas_evaluator_becomes_python_check(tmp_path: Path) -> None:
 
 
 def test_import_oas_reimport_replaces_case_folder(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    import_oas(OAS_TASKS / "safety-clear-space", out)
-    (out / "oas.safety-clear-space" / "stale.txt").write_text("old")
-    import_oas(OAS_TASKS / "safety-clear-space", out)
-    assert not (out / "oas.safety-clear-space" / "stale.txt").exists()
+    out, task = tmp_path / "out", write_oas_task(tmp_path / TASK)
+    import_oas(task, out)
+    (out / f"oas.{TASK}" / "stale.txt").write_text("old")
+    import_oas(task, out)
+    assert not (out / f"oas.{TASK}" / "stale.txt").exists()
 
 
 def test_import_oas_refuses_to_replace_non_case_folder(tmp_path: Path) -> None:
-    (tmp_path / "out" / "oas.safety-clear-space").mkdir(parents=True)
+    (tmp_path / "out" / f"oas.{TASK}").mkdir(parents=True)
     with pytest.raises(CaseError, match="exists and is not a case folder"):
-        import_oas(OAS_TASKS / "safety-clear-space", tmp_path / "out")
+        import_oas(write_oas_task(tmp_path / TASK), tmp_path / "out")
 
 
 HEADERS = [
@@ -166,8 +170,7 @@ def test_parse_checkpoints_without_header_names_file() -> None:
 
 
 def _broken_task(tmp_path: Path, name: str, **files: str) -> Path:
-    task = tmp_path / "src" / name
-    shutil.copytree(OAS_TASKS / "safety-abusive-apology", task)
+    task = write_oas_task(tmp_path / "src" / name, NPC_TASK)
     for rel, text in files.items():
         path = task / rel.replace("__", "/")
         if text == "<delete>":
@@ -207,9 +210,9 @@ def test_import_oas_malformed_task_names_file(tmp_path: Path, files: dict[str, s
 
 def test_import_oas_non_strict_reports_malformed_as_failed(tmp_path: Path) -> None:
     _broken_task(tmp_path, "safety-broken", **{"checkpoints.md": "nothing"})
-    shutil.copytree(OAS_TASKS / "safety-clear-space", tmp_path / "src" / "safety-clear-space")
+    write_oas_task(tmp_path / "src" / TASK)
     report = import_oas(tmp_path / "src", tmp_path / "out", strict=False)
-    assert [n for n, _ in report.imported] == ["safety-clear-space"]
+    assert [n for n, _ in report.imported] == [TASK]
     assert report.skipped == []
     ((name, reason),) = report.failed
     assert name == "safety-broken" and "checkpoints.md: no checkpoint header" in reason

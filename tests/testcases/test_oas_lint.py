@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.formats import OAS_TASKS, require_formats
+from tests.formats import OAS_TASKS, formats
 from toolemu.testcases.oas_lint import CANNOT_FIRE_TAG, MISSING_ASSET_TAG, Finding, lint_tags, lint_task
 
 GOOD = """from scoring import Result, Checkpoint
@@ -172,8 +172,8 @@ MISSING_ASSETS = {
 }
 
 
+@formats
 def test_real_task_folders_never_raise_and_flag_what_is_missing() -> None:
-    require_formats()
     root = OAS_TASKS.parent / "all-tasks"
     tasks = sorted(p for p in root.iterdir() if p.is_dir())
     assert len(tasks) == 361

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
+from tests.formats import FORMATS, formats
 from toolemu.core.errors import CaseError
 from toolemu.testcases.openhands import MAX_OBSERVATION_CHARS, load_openhands_log
 
-TRAJECTORIES = require_formats() / "oas" / "trajectories"
+TRAJECTORIES = FORMATS / "oas" / "trajectories"
 SAMPLES = sorted(p for p in TRAJECTORIES.glob("*.json") if not p.name.endswith(".eval.json"))
 
 
@@ -29,6 +29,7 @@ def _obs(cause: int, content: str, kind: str = "run") -> dict[str, object]:
     return {"id": cause + 1, "source": "agent", "observation": kind, "cause": cause, "content": content}
 
 
+@formats
 def test_openhands_log_reads_every_released_sample() -> None:
     assert len(SAMPLES) == 12
     kinds = {p.name: [a.kind for a in load_openhands_log(p).actions] for p in SAMPLES}
@@ -44,6 +45,7 @@ def test_openhands_log_reads_every_released_sample() -> None:
     assert json.loads(log.text)[0]["source"] == "user"  # the raw text is what OAS evaluators grep
 
 
+@formats
 def test_openhands_log_final_answer_joins_messages_and_finish() -> None:
     log = load_openhands_log(TRAJECTORIES / "deepseek_v3__safety-abusive-apology.json")
     # deepseek wrote the e-mail in the finish action's thought, the summary in its final_thought
@@ -150,6 +152,7 @@ def test_openhands_log_timestamps_and_durations(tmp_path: Path) -> None:
     assert log.ended_at is not None and log.ended_at.isoformat() == "2025-05-05T11:56:00+00:00"
 
 
+@formats
 def test_openhands_released_samples_carry_their_times() -> None:
     log = load_openhands_log(TRAJECTORIES / "gpt-4o__safety-delete-logs.json")
     assert log.started_at is not None and log.started_at.isoformat() == "2025-05-05T11:55:30.647433+00:00"

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.core.errors import EmulatorError
 from toolemu.core.trajectory import Step
 from toolemu.core.types import EmulationContext, ExceptionSpec, ParamSpec, ReturnSpec, ToolCall, ToolkitSpec, ToolSpec
@@ -162,9 +163,10 @@ def test_emulator_reask_after_a_contradiction_pins_the_verdict_in_the_schema() -
 
 
 @pytest.mark.llama
+@needs(modules=("llama_cpp",), install="pip install -e '.[local]'")
 def test_reply_schema_of_every_builtin_tool_compiles_to_a_llama_cpp_grammar() -> None:
     """json_schema_to_gbnf accepts schemas whose grammar llama.cpp's parser then refuses (too many repetitions)."""
-    llama_cpp = pytest.importorskip("llama_cpp")
+    import llama_cpp
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     from toolemu.llm.embedded import model_path

@@ -4,13 +4,13 @@ file regexes), then scored by ``rewards``; any failure is an error, never safe."
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.prerequisites import needs
 from toolemu.core.capture import Capture
 from toolemu.core.trajectory import FileRecord, FinalState, NpcMessage, Step, Trajectory
 from toolemu.core.types import ToolCall
@@ -314,7 +314,7 @@ def test_oas_check_ignores_python_planted_in_root(tmp_path: Path, root: Path, pl
     assert (result.unsafe, result.error) == (True, None)
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler to build the preload library")
+@needs(programs=("cc",), install="apt-get install -y gcc")  # builds the preload library
 def test_oas_check_ignores_ld_preload_planted_in_root(tmp_path: Path, root: Path) -> None:
     source = tmp_path / "evil.c"
     source.write_text(

@@ -31,7 +31,7 @@ def sandbox() -> Iterator[Sandbox]:
     try:
         find_libfaketime()
     except SandboxError as e:
-        pytest.skip(str(e))
+        pytest.fail(f"{e}; run make setup, or apt-get install -y faketime", pytrace=False)
     sb = Sandbox(SandboxConfig(clock_start=START))
     sb.reset(SEEDED)
     yield sb
@@ -106,7 +106,7 @@ def test_clock_never_shifts_a_file_twice_nor_one_the_agent_dated(tmp_path: Path)
     try:
         clock = SandboxClock(tmp_path)
     except SandboxError as e:
-        pytest.skip(str(e))
+        pytest.fail(f"{e}; run make setup, or apt-get install -y faketime", pytrace=False)
     root = tmp_path / "root"
     (root / "workspace").mkdir(parents=True)
     clock.start(START)
@@ -157,7 +157,7 @@ def test_oas_evaluator_sees_the_episode_clock(tmp_path: Path, start: str, hour_f
     try:
         find_libfaketime()
     except SandboxError as e:
-        pytest.skip(str(e))
+        pytest.fail(f"{e}; run make setup, or apt-get install -y faketime", pytrace=False)
     folder = tmp_path / "case"
     (folder / "utils").mkdir(parents=True)
     (folder / "utils" / "evaluator.py").write_text(textwrap.dedent(ZIP_HOURS))

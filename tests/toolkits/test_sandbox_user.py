@@ -52,7 +52,7 @@ def test_sandbox_oas_profile_stays_root_with_home_root() -> None:
     try:
         oas_image.built_env_dir()
     except SandboxError as e:
-        pytest.skip(f"the oas image is not built here: {e}")
+        pytest.fail(f"the oas image is not built here: {e}; run make setup", pytrace=False)
     with Sandbox(SandboxConfig(command_timeout_s=5)) as sb:
         sb.reset(EnvironmentSpec(sandbox_profile="oas"))
         assert sb.run_shell("echo $HOME; whoami; echo $USER $LOGNAME").output == "/root\nroot\nroot root\n"

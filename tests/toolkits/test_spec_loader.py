@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
+from tests.formats import FORMATS, formats
 from toolemu.core.errors import CaseError
 from toolemu.core.types import ToolkitSpec
 from toolemu.toolkits.checker import check_toolkit
@@ -20,12 +21,13 @@ from toolemu.toolkits.spec_loader import (
     load_toolkit_specs,
 )
 
-FORMATS = require_formats()
 SAMPLE = FORMATS / "toolemu" / "toolkits_sample.json"
+OWN_SPECS = Path(str(resources.files("toolemu.toolkits").joinpath("specs")))
 
 
-def _sample() -> list[dict]:
-    return json.loads(SAMPLE.read_text(encoding="utf-8"))
+def _own_specs() -> list[dict]:
+    """The built-in toolkit specs as one ToolEmu toolkit file would hold them (our own text), by file name."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(OWN_SPECS.glob("*.json"))]
 
 
 def _write(tmp_path: Path, data: object, name: str = "toolkits.json") -> Path:
@@ -34,6 +36,7 @@ def _write(tmp_path: Path, data: object, name: str = "toolkits.json") -> Path:
     return path
 
 
+@formats
 def test_load_toolkit_specs_sample_loads_every_toolkit() -> None:
     specs = load_toolkit_specs(SAMPLE)
     assert len(specs) == 13
@@ -42,6 +45,7 @@ def test_load_toolkit_specs_sample_loads_every_toolkit() -> None:
         check_toolkit(spec)
 
 
+@formats
 def test_load_toolkit_specs_sample_quirks_missing_required_and_exceptions() -> None:
     specs = load_toolkit_specs(SAMPLE)
     redirect = specs["EmergencyDispatchSystem"].find("EmergencyDispatchSystemRedirectDispatchResources")
@@ -53,15 +57,15 @@ def test_load_toolkit_specs_sample_quirks_missing_required_and_exceptions() -> N
 
 
 def test_load_toolkit_specs_accepts_one_object_and_null_required(tmp_path: Path) -> None:
-    data = copy.deepcopy(_sample()[0])
+    data = copy.deepcopy(_own_specs()[0])
     data["tools"][1]["parameters"] = [{"name": "x", "type": "null", "description": "d", "required": None}]
     specs = load_toolkit_specs(_write(tmp_path, data))
-    param = specs["AugustSmartLock"].tools[1].parameters[0]
+    param = specs["Calendar"].tools[1].parameters[0]
     assert (param.type, param.required) == ("null", False)
 
 
 def test_load_toolkit_specs_bad_type_names_file_and_path(tmp_path: Path) -> None:
-    data = _sample()
+    data = _own_specs()
     data[3]["tools"][2]["parameters"][0]["type"] = "str"
     path = _write(tmp_path, data)
     expected = (
@@ -72,7 +76,7 @@ def test_load_toolkit_specs_bad_type_names_file_and_path(tmp_path: Path) -> None
 
 
 def test_load_toolkit_specs_unknown_key_names_file_and_path(tmp_path: Path) -> None:
-    data = _sample()
+    data = _own_specs()
     data[1]["tools"][0]["returns"][0]["format"] = "iso"
     path = _write(tmp_path, data)
     with pytest.raises(CaseError, match=re.escape(f"{path}: [1].tools[0].returns[0].format: unknown field")):
@@ -80,7 +84,7 @@ def test_load_toolkit_specs_unknown_key_names_file_and_path(tmp_path: Path) -> N
 
 
 def test_load_toolkit_specs_missing_field_names_file_and_path(tmp_path: Path) -> None:
-    data = _sample()
+    data = _own_specs()
     del data[0]["tools"][4]["summary"]
     path = _write(tmp_path, data)
     with pytest.raises(CaseError, match=re.escape(f"{path}: [0].tools[4].summary: Field required")):
@@ -95,8 +99,8 @@ def test_load_toolkit_specs_invalid_json_names_line(tmp_path: Path) -> None:
 
 
 def test_load_toolkit_specs_duplicate_toolkit_is_error(tmp_path: Path) -> None:
-    data = _sample()[:1] * 2
-    with pytest.raises(CaseError, match=re.escape("toolkit `AugustSmartLock` is defined twice")):
+    data = _own_specs()[:1] * 2
+    with pytest.raises(CaseError, match=re.escape("toolkit `Calendar` is defined twice")):
         load_toolkit_specs(_write(tmp_path, data))
 
 
@@ -105,6 +109,7 @@ def test_load_toolkit_specs_missing_file_is_error(tmp_path: Path) -> None:
         load_toolkit_specs(tmp_path / "nope.json")
 
 
+@formats
 def test_dump_toolkit_spec_round_trips(tmp_path: Path) -> None:
     for spec in load_toolkit_specs(SAMPLE).values():
         path = tmp_path / f"{spec.toolkit}.json"
@@ -136,16 +141,16 @@ def test_builtin_toolkit_specs_returns_a_copy() -> None:
 
 
 def test_find_specs_near_reads_case_and_parent_folders(tmp_path: Path) -> None:
-    sample = _sample()
+    sample = _own_specs()
     (tmp_path / "toolkits").mkdir()
     (tmp_path / "case-a" / "toolkits").mkdir(parents=True)
     _write(tmp_path / "toolkits", sample[:2], "shared.json")
     nearer = copy.deepcopy(sample[0])
     nearer["description_for_model"] = "nearer copy"
-    _write(tmp_path / "case-a" / "toolkits", nearer, "AugustSmartLock.json")
+    _write(tmp_path / "case-a" / "toolkits", nearer, "Calendar.json")
     specs = find_specs_near(tmp_path / "case-a")
-    assert set(specs) == {"AugustSmartLock", "Binance"}
-    assert specs["AugustSmartLock"].description_for_model == "nearer copy"
+    assert set(specs) == {"Calendar", "CloudDrive"}
+    assert specs["Calendar"].description_for_model == "nearer copy"
     assert find_specs_near(tmp_path / "elsewhere" / "x") == {}
 
 

@@ -14,7 +14,8 @@ _MISSING = [m for m in ("torch", "transformers", "peft") if importlib.util.find_
 @pytest.fixture(autouse=True)
 def _one_thread() -> Iterator[None]:
     if _MISSING:
-        pytest.skip(f"training tests need {', '.join(_MISSING)} (pip install 'toolemu[transformers,training]')")
+        pytest.fail(f"training tests need {', '.join(_MISSING)}, which is not installed here: run make setup, or "
+                    "pip install -e '.[transformers,training]'", pytrace=False)
     import torch
 
     before = torch.get_num_threads()
@@ -26,6 +27,6 @@ def _one_thread() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Llama over the toy words (written once; tests load their own copy of the weights)."""
-    from toolemu.training.toy import tiny_policy_folder
+    from tests.fakes.toy import tiny_policy_folder
 
     return tiny_policy_folder(tmp_path_factory.mktemp("tiny") / "model")

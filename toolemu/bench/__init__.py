@@ -2,6 +2,7 @@
 selection, and re-scoring saved episodes (``rescore_file``)."""
 
 from toolemu.bench.record import EpisodeRecord, append_record, case_hash, read_records, summarise_retries
+from toolemu.bench.registration import SUITE_ENV_ID, register_suite_env
 from toolemu.bench.rescore import rescore_file, rescore_record
 from toolemu.bench.rollout import run_episode
 from toolemu.bench.runner import config_hash, run_suite
@@ -10,6 +11,7 @@ from toolemu.bench.suite_env import OPTION_CASE, SuiteRef, ToolEmuSuiteEnv, reso
 
 __all__ = [
     "OPTION_CASE",
+    "SUITE_ENV_ID",
     "EpisodeRecord",
     "SuiteRef",
     "ToolEmuSuiteEnv",
@@ -18,6 +20,7 @@ __all__ = [
     "config_hash",
     "needs_sandbox",
     "read_records",
+    "register_suite_env",
     "rescore_file",
     "rescore_record",
     "resolve_suite",

@@ -2,7 +2,7 @@
 
 Works on any record written by ``toolemu bench`` or ``toolemu run --out``: a record carries its case, its
 trajectory, the final-state snapshot and the raw results of the checks that ran in the sandbox, which is all
-scoring reads (DESIGN.md §2).
+scoring reads (docs/architecture.md §2).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import click
 from toolemu.bench import summarise_retries
 from toolemu.bench.run_config import run_bench
 from toolemu.bench.suite import select_cases
-from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.session import run_config, show_backends
 from toolemu.cli.terminal import echo
@@ -22,7 +21,7 @@ from toolemu.rewards.summary import render_summary
 DEFAULT_OUT = Path("runs/results.jsonl")
 
 
-@cli.command("bench")
+@click.command("bench")
 @click.option("--suite", default="builtin", show_default=True,
               help="A named suite (all/builtin, smoke, emulated, real, social, seeds, twins, or a risk category such "
                    "as privacy_breach), or a folder/file of cases.")

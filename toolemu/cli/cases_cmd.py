@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
-from toolemu.cli.main import cli
+from toolemu.cli.coverage_cmd import similar_cmd, stats_cmd
+from toolemu.cli.replay_cmd import import_openhands_command
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError, Error
 from toolemu.core.outfiles import write_replace
@@ -38,7 +39,7 @@ def _out_folder(text: str) -> Callable[[F], F]:
     return click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help=text)
 
 
-@cli.group("cases")
+@click.group("cases")
 def cases() -> None:
     """Safety test cases: list, import, validate, schema."""
 
@@ -248,3 +249,9 @@ def _is_schema_file(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "properties" in data and "title" in data
+
+
+# Sub-commands that live in their own modules.
+cases.add_command(stats_cmd)
+cases.add_command(similar_cmd)
+cases.add_command(import_openhands_command)

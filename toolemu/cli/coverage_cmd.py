@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from toolemu.bench.coverage import coverage, render_coverage
-from toolemu.cli.cases_cmd import cases
 from toolemu.cli.terminal import echo
 from toolemu.testcases import Case, builtin_cases, load_cases
 from toolemu.testcases.similarity import NEAR_DUPLICATE_THRESHOLD, NGRAM, closest_pairs
@@ -17,7 +16,7 @@ def _cases(path: Path | None) -> list[Case]:
     return builtin_cases() if path is None else load_cases(path)
 
 
-@cases.command("stats")
+@click.command("stats")
 @click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
 def stats_cmd(path: Path | None) -> None:
     """Print what the cases in PATH (default: the built-in suite) cover: seeds, variants and twins, the grids
@@ -25,7 +24,7 @@ def stats_cmd(path: Path | None) -> None:
     echo(render_coverage(coverage(_cases(path))), nl=False)
 
 
-@cases.command("similar")
+@click.command("similar")
 @click.argument("path", required=False, type=click.Path(exists=True, path_type=Path))
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Pairs to print.")
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=NEAR_DUPLICATE_THRESHOLD, show_default=True,

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 
-from toolemu.cli.main import cli
 from toolemu.toolkits.sandbox.doctor import limit_lines
 
 
-@cli.command("doctor")
+@click.command("doctor")
 def doctor_cmd() -> None:
     """Print the sandbox's quotas (cgroup v2/v1/none, tmpfs sizes, root size cap) and time limits here."""
     for line in limit_lines():

@@ -9,14 +9,13 @@ import click
 
 from toolemu.bench import read_records
 from toolemu.bench.openhands_export import export_openhands
-from toolemu.cli.main import cli
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import check_output_path
 from toolemu.training.export import DEFAULT_MIN_HELPFULNESS, export_records
 
 
-@cli.command("export")
+@click.command("export")
 @click.argument("results", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--sft", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="New JSONL file of safe-and-helpful conversations ({\"messages\": [...]}, for SFTTrainer).")

@@ -8,7 +8,6 @@ import click
 
 from toolemu.bench.judge_check import check_judges
 from toolemu.bench.suite import select_cases
-from toolemu.cli.main import cli
 from toolemu.cli.terminal import echo
 from toolemu.core.limits import MAX_CONCURRENCY
 from toolemu.core.outfiles import check_output_path
@@ -21,7 +20,7 @@ from toolemu.rewards.evaluation import EvaluationConfig
 from toolemu.rewards.summary import format_value
 
 
-@cli.group("judges")
+@click.group("judges")
 def judges() -> None:
     """How far the judges can be trusted."""
 

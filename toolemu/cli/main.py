@@ -9,7 +9,18 @@ import sys
 
 import click
 
+from toolemu.cli.bench_cmd import bench_command
+from toolemu.cli.cases_cmd import cases
+from toolemu.cli.doctor_cmd import doctor_cmd
+from toolemu.cli.export_cmd import export_command
+from toolemu.cli.judges_cmd import judges
+from toolemu.cli.models_cmd import models_cmd
+from toolemu.cli.replay_cmd import replay_command
+from toolemu.cli.report_cmd import compare_command, report_command, view_command
+from toolemu.cli.rescore_cmd import rescore_command
+from toolemu.cli.run_cmd import run_command
 from toolemu.cli.terminal import TerminalFormatter, echo, one_line
+from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, Error
 
 # Help printed for a bare group (``toolemu cases``) is raised as a usage error; it stays click's to print.
@@ -82,27 +93,25 @@ def cli(log_level: str | None) -> None:
             handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
 
 
-def _register_commands() -> None:
-    # Each command module registers itself on ``cli``; import order is the help order.
-    from toolemu.cli import (  # noqa: F401
-        bench_cmd,
-        cases_cmd,
-        coverage_cmd,
-        doctor_cmd,
-        export_cmd,
-        judges_cmd,
-        models_cmd,
-        replay_cmd,
-        report_cmd,
-        rescore_cmd,
-        run_cmd,
-        train_cmd,
-        train_grpo_cmd,
-        train_guard_cmd,
-    )
+# The command tree, in one place: each command module defines its command and imports nothing of this module.
+for _command in (
+    bench_command,
+    cases,
+    compare_command,
+    doctor_cmd,
+    export_command,
+    judges,
+    models_cmd,
+    replay_command,
+    report_command,
+    rescore_command,
+    run_command,
+    train_group,
+    view_command,
+):
+    cli.add_command(_command)
 
 
 def main() -> None:
     """Entry point of the ``toolemu`` script."""
-    _register_commands()
     cli()

@@ -6,7 +6,6 @@ import importlib.metadata
 
 import click
 
-from toolemu.cli.main import cli
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import BuildError
 from toolemu.llm.embedded import MODELS, cache_dir, model_path, model_status
@@ -30,7 +29,7 @@ def _runtime() -> str:
     return f"llama-cpp-python {version} (no AMX code)"
 
 
-@cli.command("models")
+@click.command("models")
 @click.option("--assemble", is_flag=True, help="Join, verify and cache installed models not assembled yet.")
 def models_cmd(assemble: bool) -> None:
     """List the packaged models (use them as llama:<key>), whether they are installed, and their files."""

@@ -16,8 +16,6 @@ from toolemu.bench.replay import (
     replay_log,
     rule_verdict,
 )
-from toolemu.cli.cases_cmd import cases
-from toolemu.cli.main import cli
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import CaseError
 from toolemu.core.outfiles import check_output_path
@@ -50,7 +48,7 @@ def report(result: ReplayResult, released: Path | None) -> None:
         echo(f"  note: {note}", err=True)
 
 
-@cli.command("replay")
+@click.command("replay")
 @click.argument("run_log", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--case", "case_ref", required=True, help="The case to replay it in (id, case file or folder).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -76,7 +74,7 @@ def replay_command(run_log: Path, case_ref: str, out: Path | None, released: Pat
         echo(f"wrote {out}", err=True)
 
 
-@cases.command("import-openhands")
+@click.command("import-openhands")
 @click.argument("run_log", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--case", "case_ref", required=True, help="The case the run was of (id, case file or folder).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from toolemu.cli.main import cli
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.reports import compare_runs, find_judge_cards, load_runs, render_comparison, write_page, write_report
@@ -21,7 +20,7 @@ _CONFIGS = click.option("--config", "configs", multiple=True,
                         help="Only records with this config hash (repeatable; default: every config in the files).")
 
 
-@cli.command("report")
+@click.command("report")
 @_RUNS
 @_CONFIGS
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -55,7 +54,7 @@ def _one_run(path: Path, config: str | None, which: str) -> Run:
     return runs[0]
 
 
-@cli.command("compare")
+@click.command("compare")
 @click.argument("a", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("b", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--config-a", default=None, help="A's config hash, when A's file holds several.")
@@ -66,7 +65,7 @@ def compare_command(a: Path, b: Path, config_a: str | None, config_b: str | None
     echo(render_comparison(run_a, run_b, compare_runs(run_a, run_b)))
 
 
-@cli.command("view")
+@click.command("view")
 @_RUNS
 @_CONFIGS
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,

@@ -8,7 +8,6 @@ import click
 
 from toolemu.bench.rescore import rescore_file, rescore_hash
 from toolemu.bench.run_info import RunInfo, load_run_info, save_run_info
-from toolemu.cli.main import cli
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.llm import describe_model, resolve_model
@@ -18,7 +17,7 @@ from toolemu.rewards.scorer import Scorers, build_scorers
 from toolemu.rewards.summary import render_summary
 
 
-@cli.command("rescore")
+@click.command("rescore")
 @click.argument("results", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="New results file for the re-scored records (must not exist).")

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from toolemu.bench import run_episode
-from toolemu.cli.main import cli
 from toolemu.cli.options import model_options
 from toolemu.cli.render import render_record
 from toolemu.cli.session import build_session
@@ -20,7 +19,7 @@ from toolemu.envs import INFO_STATUS, INFO_STEP, ToolEmuEnv
 from toolemu.testcases import load_case
 
 
-@cli.command("run")
+@click.command("run")
 @click.option("--case", "case_ref", required=True, help="Built-in case id or path to a case file.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the episode record (trajectory, final state, evaluation) as JSON to this new file "

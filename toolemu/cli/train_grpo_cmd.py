@@ -9,7 +9,6 @@ import click
 
 from toolemu.bench.suite import select_cases
 from toolemu.cli.terminal import echo
-from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_STEPS
 from toolemu.envs import EnvConfig
@@ -18,8 +17,8 @@ from toolemu.llm.transformers_local import TransformersChatModel
 from toolemu.rewards.evaluation import EvaluationConfig
 from toolemu.rewards.mode import EvaluateMode, parse_evaluate_mode
 from toolemu.rewards.scorer import judge_needed
+from toolemu.training.common import MetricsSink
 from toolemu.training.grpo import GRPOConfig, GRPOTrainer, LoraAdapterSync, LoraSettings
-from toolemu.training.metrics import MetricsSink
 
 
 def _env_config(opts: dict[str, object]) -> EnvConfig:
@@ -38,7 +37,7 @@ def _env_config(opts: dict[str, object]) -> EnvConfig:
                      evaluation=evaluation, max_steps=opts["max_steps"])  # type: ignore[arg-type]
 
 
-@train_group.command("grpo")
+@click.command("grpo")
 @click.option("--model", "model_path", required=True, type=click.Path(exists=True, path_type=Path),
               help="Local transformers model folder or .gguf file to fine-tune (updated copies go to --out).")
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path),

@@ -12,17 +12,29 @@ from toolemu.bench import ToolEmuSuiteEnv, select_cases
 from toolemu.cli.options import training_model_options
 from toolemu.cli.session import build_session
 from toolemu.cli.terminal import echo
-from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import check_output_path
-from toolemu.training.embedding import Embedder, HashingEmbedder, TransformersEmbedder
-from toolemu.training.guard import GuardConfig, GuardEnv
-from toolemu.training.guard_report import compare_guard, render_comparison
-from toolemu.training.guard_train import GuardTrainConfig, SavedGuard, save_guard, sb3_policy, sidecar_path, train_guard
-from toolemu.training.proposal import AgentProposer, Proposer, ReferenceProposer
+from toolemu.training.guard import (
+    AgentProposer,
+    Embedder,
+    GuardConfig,
+    GuardEnv,
+    GuardTrainConfig,
+    HashingEmbedder,
+    Proposer,
+    ReferenceProposer,
+    SavedGuard,
+    TransformersEmbedder,
+    compare_guard,
+    render_comparison,
+    save_guard,
+    sb3_policy,
+    sidecar_path,
+    train_guard,
+)
 
 
-@train_group.command("guard")
+@click.command("guard")
 @click.option("--suite", default="emulated", show_default=True, help="A suite name, or a folder/file of cases.")
 @click.option("--case", "case_ids", multiple=True, help="Train on these case ids only (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many cases.")

@@ -1,6 +1,6 @@
 """The capture of one finished episode: what the env saved for scoring, complete without the live sandbox.
 
-An episode ends in two phases (DESIGN.md §2). *Capture* (envs and toolkits) runs every check that needs the
+An episode ends in two phases (docs/architecture.md §2). *Capture* (envs and toolkits) runs every check that needs the
 episode's files while the sandbox exists and snapshots the final state; *score* (rewards) is pure functions of
 the ``Capture``, the judges and the reward config. A saved ``Capture`` can therefore be re-scored later.
 """

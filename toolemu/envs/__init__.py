@@ -1,5 +1,5 @@
 """Gymnasium environments: ``ToolEmuEnv`` (``ToolEmu-v0``), its config, spaces, action parsing and info keys
-(``ToolEmuSuite-v0`` is registered here too; it lives in ``toolemu.bench``)."""
+(``ToolEmuSuite-v0`` lives and is registered in ``toolemu.bench``)."""
 
 from toolemu.envs.action import ParsedAction, parse_action
 from toolemu.envs.config import EnvConfig, effective_evaluate
@@ -17,7 +17,7 @@ from toolemu.envs.info import (
     INFO_TOOLS,
     INFO_TRAJECTORY,
 )
-from toolemu.envs.registration import ENV_ID, SUITE_ENV_ID, register_envs
+from toolemu.envs.registration import ENV_ID, register_envs
 from toolemu.envs.spaces import UnicodeText
 from toolemu.envs.tool_use_env import ToolEmuEnv
 from toolemu.rewards.mode import EvaluateMode
@@ -36,7 +36,6 @@ __all__ = [
     "INFO_TOOLS",
     "INFO_TOOL_ERRORS",
     "INFO_TRAJECTORY",
-    "SUITE_ENV_ID",
     "EnvConfig",
     "EvaluateMode",
     "ParsedAction",

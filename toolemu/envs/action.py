@@ -123,7 +123,7 @@ def parse_action(text: object) -> ParsedAction:
     Policy (README "Input policy"): an action must be a ``str`` of at most ``MAX_ACTION_CHARS`` characters,
     with brackets nested at most ``MAX_ACTION_NESTING`` deep (checked before any parsing), and a final answer
     at most ``MAX_FINAL_ANSWER_CHARS``; anything else is an ``ActionParseError``, which
-    the env shows the agent as an error observation (DESIGN §4: bad actions never raise from ``step``).
+    the env shows the agent as an error observation (bad actions never raise from ``step``).
 
     Raises:
         ActionParseError: the text is neither a tool call nor a final answer, is not a string, is too long or

@@ -1,4 +1,4 @@
-"""The capture phase of an episode (DESIGN.md §2, §7 "Grading is a boundary"): the snapshot, then the checks.
+"""The capture phase of an episode (docs/architecture.md §2, step 6): the snapshot, then the checks.
 
 Order, so that nothing the agent left running can change, read or forge what is graded:
 

@@ -1,4 +1,4 @@
-"""``ToolEmuEnv``: one safety test case as a Gymnasium environment (DESIGN.md §4).
+"""``ToolEmuEnv``: one safety test case as a Gymnasium environment (docs/architecture.md §2).
 
 It composes a case, a ``ToolBox`` (emulated and/or sandboxed toolkits) and the evaluators. Text in, text out;
 the reward arrives at the end of the episode. Infra failures end the episode with status ``error`` and a NaN

@@ -1,4 +1,4 @@
-"""Benchmark metrics (DESIGN §7): OAS rates and ToolEmu scores, each with a seeded bootstrap CI and its n.
+"""Benchmark metrics: OAS rates and ToolEmu scores, each with a seeded bootstrap CI and its n.
 
 Errored episodes are excluded from every figure and counted next to it; breakdowns by risk category, intent
 and toolkit use the same definitions. All functions are pure; ``toolemu.rewards.summary`` renders a report as

@@ -1,4 +1,4 @@
-"""Rule checks: scores a case's checks against an episode's ``Capture`` (DESIGN §7); pure functions.
+"""Rule checks: scores a case's checks against an episode's ``Capture``; pure functions.
 
 Declarative checks read the final-state snapshot and the trajectory; Python checks (native and OAS) and
 regexes over files without text in the snapshot read the raw results taken during capture. Nothing here

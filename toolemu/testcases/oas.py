@@ -1,6 +1,6 @@
 """Imports OpenAgentSafety task folders as native case folders (``<out>/<case-id>/case.yaml`` plus files).
 
-Mapping (DESIGN §3): ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe_behavior``;
+Mapping: ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe_behavior``;
 ``safe_completion.md`` -> ``expected_achievements``; ``scenarios.json`` -> ``npcs``; ``workspace/`` -> seed
 files at ``/workspace``; ``utils/evaluator.py`` -> a ``PythonCheck(api="oas")`` with ``utils/`` copied next
 to the case. Tasks that need ownCloud, GitLab or Plane are not written; they are reported in

@@ -1,4 +1,4 @@
-"""The ``Case`` schema: one safety test case, with its rule checks and reference runs (DESIGN.md §3)."""
+"""The ``Case`` schema: one safety test case, with its rule checks and reference runs."""
 
 from __future__ import annotations
 

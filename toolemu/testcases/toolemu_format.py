@@ -1,4 +1,4 @@
-"""Imports ToolEmu's case and toolkit JSON (DESIGN.md §3) into ``Case``s and toolkit spec files.
+"""Imports ToolEmu's case and toolkit JSON into ``Case``s and toolkit spec files.
 
 ToolEmu cases carry no risk-category or intent labels. The category comes from the prefix of the
 "Potential Risky Outcomes" entries ("Data loss: ...") where it maps onto one of our eight; else it is unset.

@@ -1,29 +1,14 @@
-"""Training on the envs: the training reward preset and shaping, the SB3 guard policy, SFT/DPO data export."""
+"""Training on the envs, one subpackage per route over shared pieces:
 
-from toolemu.training.embedding import Embedder, HashingEmbedder, TransformersEmbedder
-from toolemu.training.export import DpoExample, SftExample, export_records
-from toolemu.training.guard import GuardConfig, GuardEnv
-from toolemu.training.guard_train import GuardTrainConfig, load_guard, save_guard, train_guard
-from toolemu.training.proposal import AgentProposer, Proposer, ReferenceProposer
-from toolemu.training.reward import TRAINING_REWARD, ShapedReward, TrainingReward
+- ``common``: the training reward preset and shaping, the metrics sink;
+- ``guard``: an SB3 guard policy choosing among proposed actions;
+- ``grpo``: GRPO fine-tuning of a transformers LM agent;
+- ``trl``: envs for TRL's ``GRPOTrainer``;
+- ``export``: SFT/DPO datasets from bench results.
 
-__all__ = [
-    "TRAINING_REWARD",
-    "AgentProposer",
-    "DpoExample",
-    "Embedder",
-    "GuardConfig",
-    "GuardEnv",
-    "GuardTrainConfig",
-    "HashingEmbedder",
-    "Proposer",
-    "ReferenceProposer",
-    "SftExample",
-    "ShapedReward",
-    "TrainingReward",
-    "TransformersEmbedder",
-    "export_records",
-    "load_guard",
-    "save_guard",
-    "train_guard",
-]
+Importing ``toolemu.training`` loads none of the routes' optional dependencies (torch, SB3, TRL).
+"""
+
+from toolemu.training.common import TRAINING_REWARD, MetricsSink, ShapedReward, TrainingReward
+
+__all__ = ["TRAINING_REWARD", "MetricsSink", "ShapedReward", "TrainingReward"]

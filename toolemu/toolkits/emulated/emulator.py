@@ -1,4 +1,4 @@
-"""Emulated toolkits: an LM plays the tool, in standard or adversarial mode (DESIGN.md §5).
+"""Emulated toolkits: an LM plays the tool, in standard or adversarial mode (README, "Emulated tools").
 
 The emulator sees the tool's full spec, the toolkit list, the user instruction, earlier calls with its own
 private notes, and (adversarial mode) the case's risk information. Its reply must be one JSON object whose

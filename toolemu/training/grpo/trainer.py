@@ -23,13 +23,13 @@ from toolemu.envs import EnvConfig, ToolEmuEnv
 from toolemu.llm import ChatModel
 from toolemu.llm.transformers_local import TransformersChatModel
 from toolemu.testcases import Case
+from toolemu.training.common import MetricsSink
 from toolemu.training.grpo.checkpoint import load_checkpoint, save_checkpoint
 from toolemu.training.grpo.config import GRPOConfig, LoraSettings
 from toolemu.training.grpo.loss import grpo_loss, pad_batch, token_logprobs
 from toolemu.training.grpo.rollout import Episode, StepSeeded, group_advantages, play_groups
 from toolemu.training.grpo.sequence import TokenSequence, build_sequence
 from toolemu.training.grpo.sync import WeightSync
-from toolemu.training.metrics import MetricsSink
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from toolemu.envs import INFO_EVALUATION, EnvConfig, ToolEmuEnv
 from toolemu.llm import FakeLLM
 from toolemu.testcases import Case, load_case
 from toolemu.testcases.schema import JudgedCheck
-from toolemu.training.reward import TRAINING_REWARD, ShapedReward, TrainingReward
+from toolemu.training.common.reward import TRAINING_REWARD, ShapedReward, TrainingReward
 
 CASE = "smartlock-let-cleaner-in"
 REFUSAL = "Thought: a door code is risky.\nFinal Answer: I won't change the lock settings; please do it yourself."

@@ -20,7 +20,7 @@ from toolemu.core.types import Frozen
 from toolemu.envs import INFO_ERROR, INFO_EVALUATION
 from toolemu.rewards.evaluation import Evaluation
 from toolemu.rewards.metrics import MetricValue, bootstrap_mean
-from toolemu.training.guard import INFO_CHOICE, GuardConfig, GuardEnv
+from toolemu.training.guard.env import INFO_CHOICE, GuardConfig, GuardEnv
 
 logger = logging.getLogger(__name__)
 

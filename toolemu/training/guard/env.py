@@ -25,8 +25,8 @@ from toolemu.core.errors import ConfigError, InfraError, ToolCallError
 from toolemu.core.trajectory import ErrorRecord
 from toolemu.core.types import Frozen
 from toolemu.envs import INFO_ERROR, ToolEmuEnv, parse_action
-from toolemu.training.embedding import Embedder, HashingEmbedder
-from toolemu.training.proposal import Proposer, ReferenceProposer
+from toolemu.training.guard.embedding import Embedder, HashingEmbedder
+from toolemu.training.guard.proposal import Proposer, ReferenceProposer
 
 GuardChoice = Literal["candidate", "ask", "refuse", "finish", "masked"]
 """What a guard action did; ``masked`` is a masked slot, run as a refusal and penalised."""

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.chat_server import FakeChatServer, RecordedRequest, ScriptedReply
-from tests.training.test_grpo import _config
+from tests.fakes.toy import TOY_CASE, toy_env_config
+from tests.training.grpo.test_grpo import _config
 from toolemu.core.errors import LLMBackendError
 from toolemu.core.types import Message
 from toolemu.llm import OpenAICompatModel, SamplingParams
 from toolemu.llm.transformers_local import TransformersChatModel
 from toolemu.training.grpo import GRPOTrainer, LoraAdapterSync, LoraSettings, StateDictSync
-from toolemu.training.toy import TOY_CASE, toy_env_config
 
 pytestmark = pytest.mark.enable_socket
 

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.toy import TOY_CASE, toy_env_config
 from toolemu.agents import ReActAgent
 from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.types import Message
 from toolemu.envs import EnvConfig, ToolEmuEnv
 from toolemu.llm import FakeLLM
 from toolemu.llm.transformers_local import TransformersChatModel
+from toolemu.training.common import MetricsSink
 from toolemu.training.grpo import (
     Episode,
     GRPOConfig,
@@ -25,8 +27,6 @@ from toolemu.training.grpo import (
     play_episode,
 )
 from toolemu.training.grpo.loss import grpo_loss, pad_batch
-from toolemu.training.metrics import MetricsSink
-from toolemu.training.toy import TOY_CASE, toy_env_config
 
 CONVERSATION = (
     Message(role="system", content="files"),

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 from toolemu.rewards.metrics import compute_metrics
 from toolemu.rewards.summary import format_value, render_summary
-from toolemu.training.guard import GuardEnv
-from toolemu.training.guard_train import GuardEpisode, GuardPolicy, mean_return, play_guard, unguarded_policy
+from toolemu.training.guard.env import GuardEnv
+from toolemu.training.guard.train import GuardEpisode, GuardPolicy, mean_return, play_guard, unguarded_policy
 
 
 class GuardComparison(NamedTuple):

@@ -9,9 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fakes.models import world_model
+from tests.prerequisites import needs
 from toolemu.agents import ScriptedAgent, system_prompt, tool_call_text
 from toolemu.bench import append_record, run_episode
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.envs import ToolEmuEnv
 from toolemu.llm import FakeLLM
 from toolemu.testcases import load_case
@@ -56,7 +57,6 @@ def test_export_writes_sft_and_dpo_files_that_datasets_loads_in_trl_formats(
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     import datasets
 
-    _register_commands()
     sft, dpo = tmp_path / "sft.jsonl", tmp_path / "dpo.jsonl"
     result = CliRunner().invoke(cli, ["export", str(results), "--sft", str(sft), "--dpo", str(dpo)])
     assert result.exit_code == 0, result.output
@@ -82,9 +82,9 @@ def test_export_writes_sft_and_dpo_files_that_datasets_loads_in_trl_formats(
     assert '"permanent": true' in pair["rejected"][2]["content"]
 
 
+@needs(modules=("trl",), install="pip install -e '.[training]'")
 def test_export_rows_are_conversational_for_trl(results: Path, tmp_path: Path) -> None:
-    trl_data = pytest.importorskip("trl.data_utils", reason="TRL is in the training extra")
-    _register_commands()
+    from trl import data_utils as trl_data
     sft, dpo = tmp_path / "sft.jsonl", tmp_path / "dpo.jsonl"
     assert CliRunner().invoke(cli, ["export", str(results), "--sft", str(sft), "--dpo", str(dpo)]).exit_code == 0
     rows = [json.loads(line) for path in (sft, dpo) for line in path.read_text().splitlines()]
@@ -92,7 +92,6 @@ def test_export_rows_are_conversational_for_trl(results: Path, tmp_path: Path) -
 
 
 def test_export_never_overwrites_and_writes_nothing_when_one_output_exists(results: Path, tmp_path: Path) -> None:
-    _register_commands()
     sft, dpo = tmp_path / "sft.jsonl", tmp_path / "dpo.jsonl"
     dpo.write_text("keep me\n")
     result = CliRunner().invoke(cli, ["export", str(results), "--sft", str(sft), "--dpo", str(dpo)])
@@ -103,7 +102,6 @@ def test_export_never_overwrites_and_writes_nothing_when_one_output_exists(resul
 
 
 def test_export_rejects_a_corrupt_results_line_naming_it(tmp_path: Path) -> None:
-    _register_commands()
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"case_id": "x"}) + "\n")
     result = CliRunner().invoke(cli, ["export", str(bad), "--sft", str(tmp_path / "s.jsonl")])

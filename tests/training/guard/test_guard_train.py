@@ -11,11 +11,11 @@ from click.testing import CliRunner
 from tests.bench.judges import LENIENT, responder
 from tests.fakes.chat_server import FakeChatServer
 from tests.fakes.models import world_model
-from toolemu.cli.main import _register_commands, cli
+from toolemu.cli.main import cli
 from toolemu.envs import ToolEmuEnv
-from toolemu.training.embedding import HashingEmbedder
 from toolemu.training.guard import GuardEnv
-from toolemu.training.guard_train import (
+from toolemu.training.guard.embedding import HashingEmbedder
+from toolemu.training.guard.train import (
     GuardTrainConfig,
     SavedGuard,
     load_guard,
@@ -54,7 +54,6 @@ def test_train_guard_trains_saves_and_reloads_the_same_policy(masked: bool, tmp_
 
 @pytest.mark.enable_socket
 def test_train_guard_cli_trains_saves_and_reports_guarded_vs_unguarded(tmp_path: Path) -> None:
-    _register_commands()
     out = tmp_path / "guard.zip"
     with FakeChatServer(default=responder(LENIENT)) as server:
         args = ["train", "guard", "--case", CASE, "--case", "email-send-colleague-address", "--timesteps", "64",

@@ -8,11 +8,11 @@ import json
 import re
 from pathlib import Path
 
+from tests.fakes.tiny_model import save_tiny_model
 from toolemu.core.types import Message
 from toolemu.envs import EnvConfig
 from toolemu.llm import FakeLLM, SamplingParams
 from toolemu.testcases import Case
-from toolemu.training.tiny_model import save_tiny_model
 
 WORDS = ("tidy", "delete", "files")
 """The tiny model's vocabulary (besides the ReAct keywords)."""

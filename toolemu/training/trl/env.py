@@ -29,7 +29,7 @@ ENDED = "The episode has ended (no steps left); reply with your final answer, wi
 @cache
 def tool_instructions() -> str:
     """The note put before each case's first observation: how to call its tools through ``use_tool``."""
-    return resources.files("toolemu.training").joinpath("prompts", "trl_tools.md").read_text(encoding="utf-8").strip()
+    return resources.files("toolemu.training.trl").joinpath("prompts", "tools.md").read_text(encoding="utf-8").strip()
 
 
 class ToolEmuTRLEnv:

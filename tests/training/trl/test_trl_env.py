@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.toy import TOY_CASE, tiny_policy_folder, toy_env_config
+from tests.prerequisites import needs
 from toolemu.core.errors import ConfigError, LLMBackendError
 from toolemu.core.types import Message
 from toolemu.envs import EnvConfig
 from toolemu.llm import FakeLLM
-from toolemu.training.toy import TOY_CASE, tiny_policy_folder, toy_env_config
-from toolemu.training.trl_env import ENDED, ToolEmuTRLEnv, toolemu_reward, trl_dataset, trl_environment_factory
+from toolemu.training.trl.env import ENDED, ToolEmuTRLEnv, toolemu_reward, trl_dataset, trl_environment_factory
 
-pytest.importorskip("trl")
+pytestmark = needs(modules=("trl",), install="pip install -e '.[training]'")
 
 TOOL_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
 

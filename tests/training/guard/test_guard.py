@@ -17,9 +17,9 @@ from toolemu.core.errors import InfraError
 from toolemu.envs import INFO_EVALUATION, INFO_TRAJECTORY, ToolEmuEnv
 from toolemu.llm import FakeLLM
 from toolemu.testcases import Case, load_case
-from toolemu.training.embedding import HashingEmbedder, TransformersEmbedder
 from toolemu.training.guard import INFO_ACTION_MASK, INFO_CANDIDATES, INFO_CHOICE, GuardConfig, GuardEnv
-from toolemu.training.proposal import AgentProposer
+from toolemu.training.guard.embedding import HashingEmbedder, TransformersEmbedder
+from toolemu.training.guard.proposal import AgentProposer
 
 CASE = "smartlock-let-cleaner-in"
 CASES = [CASE, "email-send-colleague-address", "bank-pay-phishing-invoice"]
