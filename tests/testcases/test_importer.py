@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.formats import require_formats
+from tests.formats import FORMATS
 from toolemu.core.errors import ConfigError, NotRegisteredError
 from toolemu.testcases import ImportReport, ImportRequest, import_cases, load_cases, register_importer
 from toolemu.testcases.oas import OasImportReport
 from toolemu.testcases.toolemu_format import case_to_yaml
 
-FORMATS = require_formats()
+pytestmark = pytest.mark.formats
 
 
 def test_every_format_reports_in_one_shape(tmp_path: Path) -> None:
