@@ -67,3 +67,15 @@ def descendants(pid: int) -> list[int]:
         found += kids
         frontier += kids
     return found
+
+
+def inner_pid(pid: int) -> int | None:
+    """Returns the pid that host process ``pid`` has in its own (innermost) pid namespace, or ``None``."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        return None
+    return None

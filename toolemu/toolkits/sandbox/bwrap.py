@@ -10,6 +10,7 @@ import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
 from toolemu.core.types import DEFAULT_USER, RESERVED_USERS, USER_NAME_PATTERN, SandboxProfile
@@ -71,6 +72,15 @@ def _nsenter(netns_fd: int) -> list[str]:
     return [nsenter, f"--net=/proc/self/fd/{netns_fd}", "--"]
 
 
+class JoinedNamespaces(NamedTuple):
+    """Open fds of the user and pid namespaces of a running sandbox (``Session.namespace_fd``) to run in."""
+
+    user_fd: int
+    """``/proc/<init>/ns/user``."""
+    pid_fd: int
+    """``/proc/<init>/ns/pid``."""
+
+
 def home_of(user: str) -> str:
     """Returns the home folder of sandbox account ``user`` (``/home/<user>``).
 
@@ -117,6 +127,7 @@ def bwrap_argv(
     etc: Path | None = None,
     tmpfs_mb: int = DEFAULT_TMPFS_MB,
     user: str = DEFAULT_USER,
+    join: JoinedNamespaces | None = None,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
@@ -149,6 +160,9 @@ def bwrap_argv(
         tmpfs_mb: Size of ``/run`` and of ``/dev/shm``, in MiB (writes past it fail with ``ENOSPC``).
         user: The sandbox account's name (``EnvironmentSpec.user``): ``$USER``, ``$LOGNAME`` and ``$HOME``
             (``/home/<user>``); ignored under the ``oas`` profile (root, ``/root``).
+        join: Another sandbox's user and pid namespaces to run in (pass both fds in ``pass_fds``) instead of new
+            ones: its processes see this one in ``ps`` and may signal it, as in one container. Mounts, network,
+            ipc and hostname stay this sandbox's own; the command is then not a namespace init.
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -176,9 +190,15 @@ def bwrap_argv(
         if setpriv is None:
             raise SandboxError("`setpriv` not found; install the Debian package `util-linux` to drop root.")
         argv += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-    argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
-    if netns_fd is not None:
-        argv += ["--share-net"]
+    if join is None:
+        argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+        if netns_fd is not None:
+            argv += ["--share-net"]
+    else:
+        argv += [str(exe), "--userns", str(join.user_fd), "--pidns", str(join.pid_fd), "--unshare-ipc",
+                 "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        if netns_fd is None:
+            argv += ["--unshare-net"]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     inner_uid = 0 if profile == "oas" else SANDBOX_UID
@@ -223,14 +243,17 @@ def bwrap_argv(
         "LANG": "C.UTF-8",
     }
     if oas_dir is not None:
-        argv += ["--ro-bind", str(oas_dir / "site"), oas_image.SITE_MOUNT]
-        argv += ["--ro-bind", str(oas_dir / "bin"), oas_image.BIN_MOUNT]
+        argv += ["--ro-bind", str(oas_dir), oas_image.MOUNT]
+        # The agent's own commands (what its pip installed) come after ours; a check never runs them.
+        user_bin = f"{oas_image.USER_BIN}:" if writable else ""
         variables |= {
-            "PATH": f"{oas_image.BIN_MOUNT}:{DEFAULT_PATH}",
+            "PATH": f"{oas_image.BIN_MOUNT}:{user_bin}{DEFAULT_PATH}",
             "PYTHONPATH": oas_image.SITE_MOUNT,
             "HOME": oas_image.ROOT_HOME,
             "USER": "root",
             "LOGNAME": "root",
+            # litellm would fetch its model price list at import; the sandbox has no network.
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         }
     variables.update(env or {})
     argv += ["--clearenv"]
