@@ -171,7 +171,7 @@ def test_hostile_command_is_contained(
     assert all(f.size <= 16 * 1024 * 1024 for f in state.files)
     assert [c.command for c in state.commands] == [cmd, "echo alive"]
     sandbox.reset(env)
-    assert sandbox.run_shell("id -u; cat todo.txt").output == f"{PROFILES[profile]}\nwater plants\n"
+    assert sandbox.run_shell("id -u; cat /workspace/todo.txt").output == f"{PROFILES[profile]}\nwater plants\n"
 
 
 def test_hostile_suite_is_large_enough() -> None:

@@ -5,6 +5,7 @@ Used by the sandbox's sessions and by the capture-time checks; scoring (``reward
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -76,9 +77,34 @@ class JoinedNamespaces(NamedTuple):
     """Open fds of the user and pid namespaces of a running sandbox (``Session.namespace_fd``) to run in."""
 
     user_fd: int
-    """``/proc/<init>/ns/user``."""
+    """The user namespace owning the pid namespace: ``/proc/<init>/ns/user``, or its parent (``nested_fd``)."""
     pid_fd: int
     """``/proc/<init>/ns/pid``."""
+    nested_fd: int | None = None
+    """``/proc/<init>/ns/user`` when bwrap nested it in ``user_fd`` (a sandbox whose uid is not 0)."""
+
+
+_NS_GET_PARENT = 0xB702  # ioctl_ns(2): _IO(0xb7, 0x2)
+
+
+def owning_user_namespace(user_fd: int) -> int | None:
+    """For a sandbox's user namespace, opens the one bwrap nested it in, which owns the sandbox's pid namespace.
+
+    bwrap sets a non-root sandbox up as uid 0 of one user namespace, then moves it into a nested one (its uid,
+    1000); the pid namespace belongs to the first. Returns a new fd the caller closes, or ``None`` when
+    ``user_fd``'s parent is this process's own user namespace (no nesting: join ``user_fd`` itself).
+
+    Raises:
+        SandboxError: When the kernel does not tell the parent (``NS_GET_PARENT``, Linux 4.9).
+    """
+    try:
+        parent = fcntl.ioctl(user_fd, _NS_GET_PARENT)
+    except OSError as e:
+        raise SandboxError(f"cannot find the parent of a sandbox's user namespace (NS_GET_PARENT): {e}") from e
+    if os.fstat(parent).st_ino == os.stat("/proc/self/ns/user").st_ino:
+        os.close(parent)
+        return None
+    return parent
 
 
 def home_of(user: str) -> str:
@@ -197,11 +223,15 @@ def bwrap_argv(
     else:
         argv += [str(exe), "--userns", str(join.user_fd), "--pidns", str(join.pid_fd), "--unshare-ipc",
                  "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        if join.nested_fd is not None:
+            # Set up as uid 0 of the outer namespace, then moved into the sandbox's own (its uid there). No
+            # capability is left (no_new_privs; effective and permitted sets empty).
+            argv += ["--userns2", str(join.nested_fd)]
         if netns_fd is None:
             argv += ["--unshare-net"]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
-    inner_uid = 0 if profile == "oas" else SANDBOX_UID
+    inner_uid = 0 if profile == "oas" or (join is not None and join.nested_fd is not None) else SANDBOX_UID
     argv += [
         "--uid",
         str(inner_uid),

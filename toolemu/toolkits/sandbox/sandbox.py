@@ -30,7 +30,7 @@ from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
 from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SandboxProfile
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._procfs import inner_pid
-from toolemu.toolkits.sandbox.bwrap import JoinedNamespaces, bwrap_argv, find_bwrap
+from toolemu.toolkits.sandbox.bwrap import JoinedNamespaces, bwrap_argv, find_bwrap, owning_user_namespace
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source, write_drivers
 from toolemu.toolkits.sandbox.freeze import freeze_namespaces, thaw_namespaces
@@ -277,13 +277,20 @@ class Sandbox:
         if shell is None:
             raise SandboxError("the sandbox has no shell yet; call Sandbox.reset(environment) first")
         shell.revive()
+        shell.wait_ready()  # bwrap moves a non-root sandbox into a nested user namespace during set-up
         user = shell.namespace_fd("user")
         pid = shell.namespace_fd("pid") if user is not None else None
         if user is None or pid is None:
             if user is not None:
                 os.close(user)
             raise SandboxError("the sandbox shell did not start, so the Python interpreter cannot join it")
-        return Namespaces(user=user, pid=pid)
+        try:
+            outer = owning_user_namespace(user)
+        except SandboxError:
+            os.close(user)
+            os.close(pid)
+            raise
+        return Namespaces(user=user, pid=pid) if outer is None else Namespaces(user=outer, pid=pid, nested_user=user)
 
     def file_op(self, request: dict[str, JsonValue]) -> dict[str, JsonValue]:
         """Runs one file operation inside the sandbox as a fresh process (see ``drivers/file_ops.py``).
@@ -510,7 +517,9 @@ class Sandbox:
         if cfg.allow_unsandboxed:
             return wrapped
         spaces = spaces or Namespaces()
-        join = JoinedNamespaces(spaces.user, spaces.pid) if spaces.user is not None and spaces.pid is not None else None
+        join = None
+        if spaces.user is not None and spaces.pid is not None:
+            join = JoinedNamespaces(spaces.user, spaces.pid, spaces.nested_user)
         binds: list[tuple[Path, str]] = []
         if self._kernel is not None:
             binds.append((self._kernel, KERNEL_MOUNT))

@@ -35,6 +35,8 @@ class Namespaces(NamedTuple):
     """A user namespace (with ``pid``: the session runs inside another session's sandbox)."""
     pid: int | None = None
     """A pid namespace."""
+    nested_user: int | None = None
+    """A user namespace inside ``user`` that the session ends up in (bwrap nests one for a non-root sandbox)."""
 
     def fds(self) -> tuple[int, ...]:
         """The open fds."""
@@ -252,6 +254,15 @@ class Session:
             self.close()
             self.start()
 
+    def wait_ready(self) -> None:
+        """Waits until the process has answered its readiness probe (its sandbox is then fully set up).
+
+        Raises:
+            SandboxError: When it dies or does not answer within the start timeout.
+        """
+        if self._ready_nonce is not None:
+            self._await_ready()
+
     def run(self, text: str, *, timeout_s: float, max_output_chars: int) -> SessionOutput:
         """Runs one request and waits for its marker, the timeout, or the end of the session.
 
@@ -259,8 +270,7 @@ class Session:
             SandboxError: When the session cannot be started or dies before answering its readiness probe.
         """
         self.revive()
-        if self._ready_nonce is not None:
-            self._await_ready()
+        self.wait_ready()
         nonce = secrets.token_hex(8)
         capture = _Capture(max_output_chars, marker_for(nonce).encode())
         pid_mark = last_pid()
