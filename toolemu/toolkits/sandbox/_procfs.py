@@ -79,3 +79,16 @@ def inner_pid(pid: int) -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def is_dying(pid: int) -> bool:
+    """Whether process ``pid`` is gone, a zombie, or has a SIGKILL pending (a ``kill -9`` that just returned)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+    except OSError:
+        return True
+    if fields.get(b"State", b"").strip()[:1] in (b"Z", b"X"):
+        return True
+    kill_bit = 1 << (signal.SIGKILL - 1)
+    return any(int(fields.get(name, b"0").strip() or b"0", 16) & kill_bit for name in (b"SigPnd", b"ShdPnd"))

@@ -40,6 +40,10 @@ class AptPackage:
     """Other names (``fnmatch`` patterns) that install it, such as the versioned Debian name."""
     host_keys: bool = False
     """Whether installing it generates the episode's own SSH host keys (``ssh-keygen -A``), as its postinst does."""
+    accounts: tuple[str, ...] = ()
+    """``/etc/passwd`` lines its postinst adds (when the name is not there yet)."""
+    run_dirs: tuple[str, ...] = ()
+    """Folders it needs under ``/run`` (the sandbox's own RAM folder)."""
 
 
 APT_PACKAGES: tuple[AptPackage, ...] = (
@@ -47,7 +51,7 @@ APT_PACKAGES: tuple[AptPackage, ...] = (
                ("etc/php", "etc/cron.d/php", "var/lib/php"), aliases=("php", "php[0-9]*.[0-9]*", "php*-cli")),
     AptPackage("openssh-server", ("openssh-server", "openssh-sftp-server"),
                ("etc/ssh", "etc/default/ssh", "etc/pam.d/sshd", "etc/init.d/ssh"), aliases=("ssh",),
-               host_keys=True),
+               host_keys=True, accounts=("sshd:x:100:65534::/run/sshd:/usr/sbin/nologin",), run_dirs=("run/sshd",)),
     AptPackage("cron", ("cron", "cron-daemon-common"),
                ("etc/crontab", "etc/cron.d", "etc/cron.daily", "etc/cron.hourly", "etc/cron.weekly",
                 "etc/cron.monthly", "etc/cron.yearly", "etc/default/cron", "etc/pam.d/cron", "etc/init.d/cron",
@@ -91,6 +95,8 @@ def build_apt(folder: Path) -> list[str]:
         packages[package.name] = {
             "aliases": list(package.aliases),
             "host_keys": package.host_keys,
+            "accounts": list(package.accounts),
+            "run_dirs": list(package.run_dirs),
             "debs": [{"name": d, "version": base[d], "status": _query(["-s", d]).strip() + "\n",
                       "files": _query(["-L", d])} for d in debs],
         }

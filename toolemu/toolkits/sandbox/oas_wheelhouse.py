@@ -145,3 +145,47 @@ def _write_scripts(entry_points: str, bin_dir: Path, python: str) -> None:
             head = attr.split(".")[0]
             bin_dir.mkdir(exist_ok=True)
             (bin_dir / name).write_text(_SCRIPT.format(python=python, module=module, head=head, call=attr))
+
+
+def installed_wheels(root: Path, wheels: Path) -> list[str]:
+    """Names of the wheelhouse packages installed in an episode's user site (``root/root/.local/...``).
+
+    Only the names of the ``.dist-info`` folders there are read (never a file the agent wrote, never through
+    a link); a name counts when it is exactly a wheelhouse package's, so a grader can put that package's
+    pristine folder (``wheels/<name>``) on an evaluator's path instead of anything the agent left.
+
+    Args:
+        root: The episode root (or the grader's copy of it).
+        wheels: The built wheelhouse folder, holding ``index.json``.
+    """
+    try:
+        index = json.loads((wheels / INDEX).read_text(encoding="utf-8"))["wheels"]
+    except (OSError, ValueError, KeyError):
+        return []
+    by_dist_info = {entry["dist_info"]: name for name, entry in index.items()}
+    found: set[str] = set()
+    for version in _list_beneath(root, ("root", ".local", "lib")):
+        if version.startswith("python3"):
+            found |= {by_dist_info[n] for n in _list_beneath(root, ("root", ".local", "lib", version,
+                                                                     "site-packages")) if n in by_dist_info}
+    return sorted(found)
+
+
+def _list_beneath(root: Path, parts: tuple[str, ...]) -> list[str]:
+    """Entry names of ``root/<parts>``, opening each folder without following a link; ``[]`` if any is not one."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags)
+    except OSError:
+        return []
+    try:
+        for part in parts:
+            try:
+                inner = os.open(part, flags, dir_fd=fd)
+            except OSError:
+                return []
+            os.close(fd)
+            fd = inner
+        return os.listdir(fd)
+    finally:
+        os.close(fd)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
-from toolemu.toolkits.sandbox._procfs import children, descendants, kill_group, last_pid, send_signal
+from toolemu.toolkits.sandbox._procfs import children, descendants, is_dying, kill_group, last_pid, send_signal
 
 logger = logging.getLogger(__name__)
 
@@ -174,14 +174,17 @@ class Session:
 
     @property
     def alive(self) -> bool:
-        """Whether the session process is running."""
-        return self._proc is not None and self._proc.poll() is None
+        """Whether the session process is running (and the process bwrap reported, once known, too)."""
+        if self._proc is None or self._proc.poll() is not None:
+            return False
+        # bwrap may not have noticed yet that its child was killed (a `kill -9` the agent's shell just ran).
+        return self._init_pid is None or not is_dying(self._init_pid)
 
     @property
     def exited(self) -> bool:
         """Whether the process ended on its own or was killed from outside, not by this session (between
         requests: the next request starts a fresh one)."""
-        return self._proc is not None and self._proc.poll() is not None
+        return self._proc is not None and not self.alive
 
     def start(self) -> None:
         """Spawns the process and queues its readiness probe without waiting for it.

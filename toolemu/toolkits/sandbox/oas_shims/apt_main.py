@@ -90,6 +90,21 @@ def _record(debs: list[Any]) -> None:
             f.write(deb["files"])
 
 
+def _postinst(package: Any) -> None:
+    """What the package's maintainer script does that its files do not: accounts and ``/run`` folders."""
+    try:
+        with open("/etc/passwd", encoding="utf-8") as f:
+            known = {line.split(":", 1)[0] for line in f}
+    except FileNotFoundError:
+        known = set()
+    with open("/etc/passwd", "a", encoding="utf-8") as f:
+        for line in package.get("accounts", []):
+            if line.split(":", 1)[0] not in known:
+                f.write(line + "\n")
+    for folder in package.get("run_dirs", []):
+        os.makedirs("/" + folder, exist_ok=True)
+
+
 def install(index: Any, names: list[str]) -> int:
     """``apt-get install``: every name must be offered (or be a base package) before anything is installed."""
     if not names:
@@ -127,6 +142,8 @@ def install(index: Any, names: list[str]) -> int:
         if os.path.isdir(root):
             _seed(root, "/")
     _record(debs)
+    for key in dict.fromkeys(chosen):
+        _postinst(index["packages"][key])
     for deb in debs:
         print(f"Setting up {deb['name']} ({deb['version']}) ...")
     if any(index["packages"][k]["host_keys"] for k in chosen):
