@@ -21,7 +21,8 @@ def test_translate_rewrites_magics_as_ipython_does(cell: str, expected: str) -> 
     assert translate(cell) == expected
 
 
-@pytest.mark.parametrize("cell", ["x = 5 % 3", "y = (1\n % 2)", "print('!x')", "a != b", "def f(:\n  pass"])
+@pytest.mark.parametrize("cell", ["x = 5 % 3", "y = (1\n % 2)", "print('!x')", "a != b", "def f(:\n  pass"],
+                         ids=["modulo", "continued-modulo", "in-string", "not-equal", "syntax-error"])
 def test_translate_leaves_valid_python_and_plain_errors_alone(cell: str) -> None:
     assert translate(cell) == cell
 

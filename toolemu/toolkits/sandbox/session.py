@@ -308,9 +308,10 @@ class Session:
             return Reaper(None, None)
         self._read_info(timeout_s=0.5 if proc.poll() is None else 0)
         pidfd, self._init_pidfd = self._init_pidfd, None
-        if pidfd is not None and self._joined:
+        if pidfd is not None and self._joined and self._init_pid is not None and not is_dying(self._init_pid):
             # No init of its own: what the program started would outlive it in the other session's namespace.
-            for pid in descendants(self._init_pid or 0):
+            # (A program killed from inside is not ours to clean up after: its children live on, re-parented.)
+            for pid in descendants(self._init_pid):
                 send_signal(pid, signal.SIGKILL)
         if pidfd is not None:
             # Killing the namespace's init kills every process inside; its parent (bwrap) then reaps it and
