@@ -29,12 +29,12 @@ from toolemu.core.errors import SandboxError
 from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
 from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SandboxProfile
 from toolemu.toolkits.sandbox import oas_image
-from toolemu.toolkits.sandbox._procfs import inner_pid
-from toolemu.toolkits.sandbox.bwrap import JoinedNamespaces, bwrap_argv, find_bwrap, owning_user_namespace
+from toolemu.toolkits.sandbox.bwrap import JoinedNamespaces, bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source, write_drivers
 from toolemu.toolkits.sandbox.freeze import freeze_namespaces, thaw_namespaces
 from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world
+from toolemu.toolkits.sandbox.kernel import KERNEL_DRIVERS, KERNEL_MOUNT, RESTARTED, kernel_argv, shell_namespaces
 from toolemu.toolkits.sandbox.quota import Cgroup, mount_private_tmpfs, tree_usage, unmount
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host, write_instruction
 from toolemu.toolkits.sandbox.session import Encoder, Namespaces, Reaper, Session, SessionOutput, marker_for
@@ -43,13 +43,8 @@ from toolemu.toolkits.sandbox.snapshot import Snapshot, snapshot_root
 logger = logging.getLogger(__name__)
 
 _HOST_UID_BASE = 1_500_000_000
-KERNEL_MOUNT = "/opt/toolemu/kernel"
-"""Where the Python interpreter's driver scripts appear in the sandbox (read-only)."""
 INSTRUCTION_MOUNT = "/instruction"
 """Where the case's instruction appears as ``task.md`` under the ``oas`` profile (read-only), as in OAS."""
-_KERNEL = ("python_repl", "ipython_magic")
-_RESTARTED = ("[toolemu: the Python interpreter was not running (it was killed or exited); this cell ran in a "
-              "fresh one, so earlier variables and imports are gone]\n")
 
 
 class CommandOutcome(NamedTuple):
@@ -255,42 +250,18 @@ class Sandbox:
             # It also runs in the shell's user and pid namespaces, as OpenHands' Jupyter kernel did: `ps` in the
             # shell lists it and `kill` ends it (the next cell then starts a fresh one).
             network = self.network_fd if os.geteuid() == 0 else None
-            join = None if self.config.allow_unsandboxed else self._shell_namespaces
+            join = None if self.config.allow_unsandboxed else lambda: shell_namespaces(self._shell)
             self._python = self._session("python", [], _encode_python, interrupt=signal.SIGINT,
                                          network=network, join=join, program_of=self._python_argv)
             self._python.start()
-        return self._run(self._python, code, tool, note=_RESTARTED if restarted else "")
+        return self._run(self._python, code, tool, note=RESTARTED if restarted else "")
 
     def _python_argv(self) -> list[str]:
-        """The interpreter's command line: the driver, following the shell's working directory (OpenHands)."""
         if self._kernel is None:
-            self._kernel = write_drivers(self._base / "kernel", _KERNEL)
-        folder = str(self._kernel) if self.config.allow_unsandboxed else KERNEL_MOUNT
-        argv = [self.config.python, "-I", "-u", f"{folder}/python_repl.py"]
-        shell = self._shell.main_pid() if self._shell is not None else None
-        inside = inner_pid(shell) if shell is not None and not self.config.allow_unsandboxed else None
-        return argv + (["--follow-cwd", str(inside)] if inside is not None else [])
-
-    def _shell_namespaces(self) -> Namespaces:
-        """Opens the shell's user and pid namespaces for the interpreter to start in (restarting the shell)."""
-        shell = self._shell
-        if shell is None:
-            raise SandboxError("the sandbox has no shell yet; call Sandbox.reset(environment) first")
-        shell.revive()
-        shell.wait_ready()  # bwrap moves a non-root sandbox into a nested user namespace during set-up
-        user = shell.namespace_fd("user")
-        pid = shell.namespace_fd("pid") if user is not None else None
-        if user is None or pid is None:
-            if user is not None:
-                os.close(user)
-            raise SandboxError("the sandbox shell did not start, so the Python interpreter cannot join it")
-        try:
-            outer = owning_user_namespace(user)
-        except SandboxError:
-            os.close(user)
-            os.close(pid)
-            raise
-        return Namespaces(user=user, pid=pid) if outer is None else Namespaces(user=outer, pid=pid, nested_user=user)
+            self._kernel = write_drivers(self._base / "kernel", KERNEL_DRIVERS)
+        if self.config.allow_unsandboxed:
+            return kernel_argv(self.config.python, str(self._kernel), None)
+        return kernel_argv(self.config.python, KERNEL_MOUNT, self._shell)
 
     def file_op(self, request: dict[str, JsonValue]) -> dict[str, JsonValue]:
         """Runs one file operation inside the sandbox as a fresh process (see ``drivers/file_ops.py``).
