@@ -81,6 +81,9 @@ def inner_pid(pid: int) -> int | None:
     return None
 
 
+_PF_EXITING = 0x4
+
+
 def is_dying(pid: int) -> bool:
     """Whether process ``pid`` is gone, a zombie, or has a SIGKILL pending (a ``kill -9`` that just returned)."""
     try:
@@ -91,4 +94,7 @@ def is_dying(pid: int) -> bool:
     if fields.get(b"State", b"").strip()[:1] in (b"Z", b"X"):
         return True
     kill_bit = 1 << (signal.SIGKILL - 1)
-    return any(int(fields.get(name, b"0").strip() or b"0", 16) & kill_bit for name in (b"SigPnd", b"ShdPnd"))
+    if any(int(fields.get(name, b"0").strip() or b"0", 16) & kill_bit for name in (b"SigPnd", b"ShdPnd")):
+        return True
+    stat = _stat_fields(pid)  # between taking the signal and becoming a zombie: PF_EXITING in its flags
+    return stat is None or bool(int(stat[6]) & _PF_EXITING)
