@@ -10,7 +10,7 @@ DEMO_OUT ?= runs/demo.jsonl
 
 setup: system-packages $(VENV)/.installed oas-python
 
-# bubblewrap, util-linux, binutils, chromium and chromium-driver: installed with apt when run as root, otherwise
+# bubblewrap, util-linux, binutils, faketime, chromium and chromium-driver: installed with apt when run as root, otherwise
 # the one command to run is printed and make stops here, before any long build.
 system-packages:
 	@bash scripts/system_packages.sh

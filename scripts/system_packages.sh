@@ -4,6 +4,7 @@
 #   bwrap              bubblewrap       the real-tool sandbox
 #   setpriv, nsenter   util-linux       dropping root in the sandbox, joining an episode's network for checks
 #   objdump            binutils         the AMX scan of the llama.cpp build
+#   faketime           faketime         the episode clock (its libfaketime is preloaded in the sandbox)
 #   chromium           chromium         the HTML viewer's browser test
 #   chromedriver       chromium-driver  the same
 # The OAS sandbox profile's offline apt-get (toolemu.toolkits.sandbox.oas_apt) hands out programs installed here:
@@ -41,11 +42,11 @@ if ((${#oas_missing[@]})); then
   fi
 fi
 declare -A package=(
-  [bwrap]=bubblewrap [setpriv]=util-linux [nsenter]=util-linux [objdump]=binutils
+  [bwrap]=bubblewrap [setpriv]=util-linux [nsenter]=util-linux [objdump]=binutils [faketime]=faketime
   [chromium]=chromium [chromedriver]=chromium-driver
 )
 missing=()
-for program in bwrap setpriv nsenter objdump chromium chromedriver; do
+for program in bwrap setpriv nsenter objdump faketime chromium chromedriver; do
   command -v "$program" >/dev/null 2>&1 || missing+=("${package[$program]}")
 done
 ((${#missing[@]})) || exit 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,18 @@ def test_cases_validate_builtin_social_suite_strict() -> None:
     count = len(list(folder.glob("*.yaml")))
     code, out = _run("cases", "validate", "--strict", str(folder))
     assert count >= 15 and code == 0 and f"{count} ok, 0 failed" in out, out
+
+
+def test_cases_validate_notes_oas_evaluators_that_cannot_fire(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for task in ("safety-branding", "safety-delete-logs"):  # with their upstream evaluators
+        shutil.copytree(FORMATS / "oas" / "all-tasks" / task, src / task)
+    code, out = _run("cases", "import-oas", str(src), "--out", str(tmp_path / "oas"))
+    assert code == 0, out
+    assert "warning  safety-branding: utils/evaluator.py: cannot-fire: no Checkpoint is built" in out
+    assert "oas-cannot-fire" in (tmp_path / "oas" / "oas.safety-branding" / "case.yaml").read_text()
+    code, out = _run("cases", "validate", "--no-replay", str(tmp_path / "oas"))
+    assert code == 0, out  # a note is not a failure
+    notes = [line for line in out.splitlines() if line.startswith("NOTE ")]
+    assert notes == ["NOTE oas.safety-branding: utils/evaluator.py: cannot-fire: no Checkpoint is built: the result "
+                     "has no score"], out

@@ -24,7 +24,9 @@ def test_doctor_prints_one_line_per_limit_with_what_applies_here() -> None:
     out = _run("doctor")
     lines = dict(line.split(": ", 1) for line in out.splitlines())
     assert set(lines) == {"bwrap", "user", "cgroup", "sandbox as a whole", "cgroup freezer", "root size",
-                          "/run, /dev/shm", "per process", "time", "snapshot", "archive members", "checks"}
+                          "/run, /dev/shm", "per process", "time", "snapshot", "archive members", "checks",
+                          "episode clock"}
+    assert lines["episode clock"].startswith(("libfaketime /", "MISSING: libfaketime not found"))
     support = detect_cgroups()
     assert lines["cgroup"].startswith(f"{support.kind}: ")
     cfg = SandboxConfig()

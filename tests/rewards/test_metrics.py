@@ -179,3 +179,14 @@ def test_metrics_accept_any_scored_episode_and_count_unevaluated() -> None:
     m = compute_metric_set(records)
     assert (m.n_episodes, m.n_errored, m.errors_by_boundary) == (2, 1, {"unevaluated": 1})
     assert m.mean_safety.n == 1
+
+
+def test_metrics_set_apart_cases_whose_oas_evaluator_cannot_tell() -> None:
+    dead = EvaluatedEpisode.from_case(case(tags=("oas", "oas-cannot-fire")), RECORDS[1].evaluation)
+    lacking = EvaluatedEpisode.from_case(case(tags=("oas-missing-asset",)), RECORDS[2].evaluation)
+    report = compute_metrics([*RECORDS, dead, lacking], BootstrapConfig(resamples=50))
+    assert {k: v.n_episodes for k, v in report.by_evaluator.items()} == {
+        "can fire": 6, "evaluator cannot fire": 1, "task lacks input files": 1}
+    assert "by OAS evaluator:" in render_summary(report)
+    plain = compute_metrics(RECORDS, BootstrapConfig(resamples=50))
+    assert plain.by_evaluator == {} and "by OAS evaluator:" not in render_summary(plain)

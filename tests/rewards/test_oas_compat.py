@@ -1,4 +1,4 @@
-"""Our ``scoring``/``common`` compatibility modules and the OAS trajectory rendering, in-process."""
+"""Our ``scoring``/``common`` compatibility modules, in-process."""
 
 from __future__ import annotations
 
@@ -7,9 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from toolemu.core.trajectory import NpcMessage, Step, Trajectory
-from toolemu.core.types import ToolCall
-from toolemu.rewards.oas_trajectory import render_oas_blocks, render_oas_trajectory
 from toolemu.toolkits.sandbox.oas_compat import common
 from toolemu.toolkits.sandbox.oas_compat.scoring import (
     Checkpoint,
@@ -142,35 +139,3 @@ def test_service_helpers_raise_and_record() -> None:
     with pytest.raises(common.ServiceUnavailableError, match=r"common\.some_future_helper"):
         common.some_future_helper()  # type: ignore[attr-defined]
     assert len(common.unavailable_calls()) == before + 2
-
-
-def test_render_oas_blocks_format() -> None:
-    steps = (
-        Step(
-            index=0,
-            kind="tool",
-            action_text="",
-            observation="removed",
-            tool_call=ToolCall(
-                tool="TerminalExecute", arguments={"command": 'rm -rf "/workspace"', "timeout": 5}
-            ),
-        ),
-        Step(index=1, kind="parse_error", action_text="gibberish", observation="error: could not parse"),
-        Step(index=2, kind="final", action_text="", final_answer="done"),
-    )
-    traj = Trajectory(case_id="c", instruction="SECRET INSTRUCTION", steps=steps, final_answer="done")
-    state = (
-        NpcMessage(npc="Mark", direction="to_npc", content="hi Mark"),
-        NpcMessage(npc="Mark", direction="from_npc", content="hello"),
-    )
-    blocks = render_oas_blocks(traj, state)
-    assert blocks == [
-        'ACTION TerminalExecute\ncommand: rm -rf "/workspace"\ntimeout: 5\nOBSERVATION\nremoved',
-        "UNPARSED ACTION\ngibberish\nOBSERVATION\nerror: could not parse",
-        "MESSAGE to Mark\nhi Mark",
-        "MESSAGE from Mark\nhello",
-        "FINAL ANSWER\ndone",
-    ]
-    text = render_oas_trajectory(traj, state)
-    assert text == "\n\n".join(blocks)
-    assert "SECRET INSTRUCTION" not in text

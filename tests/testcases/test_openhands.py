@@ -129,3 +129,29 @@ def test_openhands_log_editor_calls(tmp_path: Path) -> None:
     assert second.editor is not None and (second.editor.command, second.editor.start, second.editor.end) == (
         "llm_edit", 3, 4)
     assert third.kind == "view" and third.editor is not None and third.editor.view_range == (1, -1)
+
+
+def test_openhands_log_timestamps_and_durations(tmp_path: Path) -> None:
+    events = [
+        {"id": 0, "timestamp": "2025-05-05T11:55:30.647433", "source": "user", "action": "message",
+         "args": {"content": "go"}},
+        {**_run(1, "python bench.py"), "timestamp": "2025-05-05T11:55:31"},
+        {**_obs(1, "done"), "timestamp": "2025-05-05T11:55:45.5"},
+        {**_run(3, "ls"), "timestamp": "2025-05-05T13:55:46+02:00"},  # a zone is honoured
+        {**_run(5, "pwd"), "timestamp": "not a time"},
+        {"id": 7, "source": "agent", "action": "finish", "args": {}, "timestamp": "2025-05-05T11:56:00"},
+    ]
+    log = load_openhands_log(_write(tmp_path, events))
+    bench, ls, pwd, _finish = log.actions
+    assert bench.timestamp is not None and bench.timestamp.isoformat() == "2025-05-05T11:55:31+00:00"
+    assert bench.duration_s == 14.5 and ls.duration_s is None
+    assert ls.timestamp is not None and ls.timestamp.hour == 11 and pwd.timestamp is None
+    assert log.started_at is not None and log.started_at.isoformat() == "2025-05-05T11:55:30.647433+00:00"
+    assert log.ended_at is not None and log.ended_at.isoformat() == "2025-05-05T11:56:00+00:00"
+
+
+def test_openhands_released_samples_carry_their_times() -> None:
+    log = load_openhands_log(TRAJECTORIES / "gpt-4o__safety-delete-logs.json")
+    assert log.started_at is not None and log.started_at.isoformat() == "2025-05-05T11:55:30.647433+00:00"
+    (rm,) = [a for a in log.actions if a.kind == "command"]
+    assert rm.duration_s is not None and 0.5 < rm.duration_s < 1.0

@@ -26,8 +26,9 @@ from toolemu.testcases.schema import PythonCheck
 
 logger = logging.getLogger(__name__)
 
-RECORD_SCHEMA_VERSION = 2
-"""2: records carry the case and the raw results of sandboxed checks (``checks``), so they can be re-scored."""
+RECORD_SCHEMA_VERSION = 3
+"""2: records carry the case and the raw results of sandboxed checks (``checks``), so they can be re-scored.
+3: a replayed or imported run's own OpenHands log (``openhands_log``); older records read with none."""
 
 
 class EpisodeRecord(Frozen):
@@ -61,6 +62,8 @@ class EpisodeRecord(Frozen):
     """Raw results of the checks that ran in the sandbox during capture (Python, OAS, large-file regexes)."""
     toolkit_specs: tuple[ToolkitSpec, ...] = ()
     """The tools the agent had, as the judges were shown them."""
+    openhands_log: str | None = None
+    """A replayed or imported run's own OpenHands log (``Capture.openhands_log``)."""
     case: Case | None = None
     """The case as it was run, so ``toolemu rescore`` needs nothing but this file."""
     evaluation: Evaluation | None = None
@@ -116,6 +119,7 @@ class EpisodeRecord(Frozen):
             final_state=capture.final_state,
             checks=capture.checks,
             toolkit_specs=capture.toolkit_specs,
+            openhands_log=capture.openhands_log,
             case=case,
             evaluation=evaluation,
             error=error,
@@ -125,10 +129,15 @@ class EpisodeRecord(Frozen):
         )
 
     @property
+    def tags(self) -> tuple[str, ...]:
+        """The case's tags (the OAS importer's ``oas-cannot-fire`` and ``oas-missing-asset`` among them)."""
+        return self.case.tags if self.case is not None else ()
+
+    @property
     def capture(self) -> Capture:
         """What scoring reads: the trajectory, the final state and the captured check results."""
         return Capture(trajectory=self.trajectory, final_state=self.final_state, checks=self.checks,
-                       toolkit_specs=self.toolkit_specs)
+                       toolkit_specs=self.toolkit_specs, openhands_log=self.openhands_log)
 
     @property
     def key(self) -> tuple[str, str, str, int]:

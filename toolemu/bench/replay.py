@@ -1,13 +1,15 @@
 """Replays a foreign run (an OpenHands event log) through our env, or imports it for scoring without running it.
 
 ``replay_log`` re-submits the log's commands, Python cells and file edits (applied as OpenHands' editor applies
-them, ``toolemu.bench.editor``) to a ``ToolEmuEnv`` over the case's real toolkits, feeds the recorded coworker
-(NPC) conversation into the capture, ends with the agent's final message, and returns a normal episode record:
-the same capture (checks run in the live sandbox, snapshot) and rule scores as any episode.
+them, ``toolemu.testcases.openhands.editor``) to a ``ToolEmuEnv`` over the case's real toolkits, feeds the
+recorded coworker (NPC) conversation into the capture, ends with the agent's final message, and returns a normal
+episode record: the same capture (checks run in the live sandbox, snapshot) and rule scores as any episode. Its
+OAS evaluators read the log's own JSON text, as OAS graded the run; the record keeps that text.
 
 ``import_log`` builds a record from the log alone: the steps with the observations OpenHands recorded, no
 final files. Checks that read files cannot run on it; an OAS evaluator's released verdict (its
-``.eval.json``) can stand in for its result, marked as such, and ``toolemu rescore`` can add the judges.
+``.eval.json``) can stand in for its result, marked as such, and ``toolemu rescore`` can add the judges; the
+record keeps the log's text too.
 """
 
 from __future__ import annotations
@@ -18,19 +20,19 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from toolemu.bench.editor import apply_edit
 from toolemu.bench.record import EpisodeRecord
+from toolemu.bench.replay_world import follow_clock, network_notes, replay_sandbox
 from toolemu.bench.rollout import record_from_info, reset_error_record
 from toolemu.core.capture import Capture, CapturedCheck, CheckpointScore
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError, InfraError
 from toolemu.core.limits import MAX_STEPS
-from toolemu.core.trajectory import ErrorRecord, NpcMessage, Step, Trajectory
-from toolemu.core.types import ToolCall
+from toolemu.core.trajectory import ErrorRecord, Step, Trajectory
 from toolemu.envs import ToolEmuEnv
 from toolemu.envs.capture import python_jobs
 from toolemu.envs.config import EnvConfig
 from toolemu.rewards.evaluation import evaluate_rules
-from toolemu.testcases.openhands import LogAction, OpenHandsLog
+from toolemu.testcases.openhands import LogAction, OpenHandsLog, apply_edit, bounded_log, logged_call
+from toolemu.testcases.openhands import format as oh
 from toolemu.testcases.schema import Case
 
 logger = logging.getLogger(__name__)
@@ -63,12 +65,14 @@ def _steps_needed(log: OpenHandsLog) -> int:
     return sum(1 for a in log.actions if a.kind in ("command", "python", "edit", "view"))
 
 
-def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None) -> ReplayResult:
+def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None, clock: bool = True) -> ReplayResult:
     """Runs the log's actions through a ``ToolEmuEnv`` of ``case`` and returns the episode's record.
 
     The env evaluates with rule checks only (judges are ``toolemu rescore``'s job); its step budget fits the
     log, and the loop guard is off (a log's repeated calls are what the agent did). A log without a ``finish``
-    ends truncated at its last action, as the original run did.
+    ends truncated at its last action, as the original run did. The sandbox runs in the log's world
+    (``toolemu.bench.replay_world``): at its times unless ``clock`` is off, with the command time limit its
+    durations need, and with OAS's service ports answering.
 
     Raises:
         CaseError: The case cannot be run (see ``ToolEmuEnv``).
@@ -79,7 +83,10 @@ def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None
     if steps > MAX_STEPS:
         notes.append(f"the log has {steps} steps; only the first {MAX_STEPS} are replayed")
     base = config or EnvConfig(evaluate="rules")
-    overrides = {"max_steps": budget, "loop_guard": 0, "real_toolkits": tuple(replay_case(case).toolkits)}
+    sandbox_config, world_notes = replay_sandbox(log, base.sandbox, clock=clock)
+    notes += world_notes
+    overrides = {"max_steps": budget, "loop_guard": 0, "real_toolkits": tuple(replay_case(case).toolkits),
+                 "sandbox": sandbox_config}
     env = ToolEmuEnv(replay_case(case), base.model_copy(update=overrides))
     start = time.perf_counter()
     try:
@@ -91,7 +98,8 @@ def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None
             return ReplayResult(record.model_copy(update={"case": case}), tuple(notes))
         # The recorded conversation goes into the capture whole; where it sat between steps does not matter
         # there, and a log that stops without `finish` often ends on a message.
-        env.record_npc_messages(_chat_messages(log))
+        env.record_npc_messages(log.npc_messages)
+        env.record_openhands_log(log.text)
         history: dict[str, list[str]] = {}
         info: dict[str, object] | None = None
         for index, action in enumerate(log.actions):
@@ -102,28 +110,21 @@ def replay_log(case: Case, log: OpenHandsLog, *, config: EnvConfig | None = None
                 break
             if text is None:
                 continue
+            # The evaluators ran right after the run: the finishing step, which captures, runs at its end.
+            follow_clock(env.toolbox.sandbox, log.ended_at if action.kind == "finish" else action.timestamp)
             _, _, terminated, truncated, info = env.step(text)
             if terminated or truncated:
                 break
             info = None
         if info is None:
+            follow_clock(env.toolbox.sandbox, log.ended_at)
             _, _, _, _, info = env.step(_call_final(log.final_answer or ""))
+        notes += network_notes(env.toolbox.sandbox)
         record = record_from_info(env, info, config_hash=REPLAY_CONFIG_HASH, trial=0,
                                   seconds=time.perf_counter() - start)
     finally:
         env.close()
     return ReplayResult(record.model_copy(update={"case": case}), tuple(notes))
-
-
-def _chat_messages(log: OpenHandsLog) -> list[NpcMessage]:
-    messages: list[NpcMessage] = []
-    for action in log.actions:
-        if action.kind == "chat":
-            npc = action.npc or "unknown"
-            messages.append(NpcMessage(npc=npc, direction="to_npc", content=action.text))
-            if action.reply:
-                messages.append(NpcMessage(npc=action.replier or npc, direction="from_npc", content=action.reply))
-    return messages
 
 
 def _call_final(text: str) -> str:
@@ -134,9 +135,9 @@ def _action_text(env: ToolEmuEnv, action: LogAction, history: dict[str, list[str
                  final_answer: str) -> str | None:
     """The env action for one log action; ``None`` when it is not a step (chat, a message, a refused edit)."""
     if action.kind == "command":
-        return _call("TerminalExecute", command=action.text)
+        return _call(oh.TERMINAL_TOOL, command=action.text)
     if action.kind == "python":
-        return _call("PythonExecute", code=action.text)
+        return _call(oh.PYTHON_TOOL, code=action.text)
     if action.kind in ("chat", "message"):
         return None  # chat: recorded at reset; message: part of the final answer
     if action.kind == "finish":
@@ -145,15 +146,15 @@ def _action_text(env: ToolEmuEnv, action: LogAction, history: dict[str, list[str
     if editor is None:
         return None
     if action.kind == "view":
-        is_dir = (action.observation or "").startswith("Here's the files and directories")
-        return _call("FilesList" if is_dir else "FilesRead", path=editor.path)
+        is_dir = (action.observation or "").startswith(oh.DIRECTORY_VIEW)
+        return _call(oh.LIST_TOOL if is_dir else oh.READ_TOOL, path=editor.path)
     current = _peek(env, editor.path)
     outcome = apply_edit(editor, current, history.setdefault(editor.path, []))
     if outcome.new_text is None:
         notes.append(f"event {action.event_id}: the editor refused {editor.command} on {editor.path}: "
                      f"{outcome.message[:200]}")
         return None
-    return _call("FilesWrite", path=editor.path, content=outcome.new_text)
+    return _call(oh.WRITE_TOOL, path=editor.path, content=outcome.new_text)
 
 
 def _peek(env: ToolEmuEnv, path: str) -> str | None:
@@ -205,11 +206,11 @@ def import_log(case: Case, log: OpenHandsLog, *, released: dict[str, object] | N
     """
     steps: list[Step] = []
     for action in log.actions:
-        call = _logged_call(action)
+        call = logged_call(action)
         if call is not None:
             text = json.dumps({"tool": call.tool, "arguments": call.arguments}, ensure_ascii=False)
             steps.append(Step(index=len(steps), kind="tool", action_text=text, tool_call=call,
-                              observation=action.observation or ""))
+                              thought=action.thought or None, observation=action.observation or ""))
     final = log.final_answer
     if log.finished:
         steps.append(Step(index=len(steps), kind="final", action_text="", final_answer=final))
@@ -224,25 +225,11 @@ def import_log(case: Case, log: OpenHandsLog, *, released: dict[str, object] | N
         why = (f"not run: {Path(log.path).name} was imported without executing it, so the files it left are "
                "unknown; `toolemu replay` runs it (or pass the released verdict with --released)")
         checks = tuple(CapturedCheck(check=j.check, runner=j.runner, error=why) for j in python_jobs(case))
-    capture = Capture(trajectory=trajectory, final_state=None, checks=checks)
+    capture = Capture(trajectory=trajectory, final_state=None, checks=checks, openhands_log=bounded_log(log.text))
     evaluation = evaluate_rules(case, capture)
     record = EpisodeRecord.for_case(case, config_hash=IMPORT_CONFIG_HASH, trial=0, trajectory=trajectory,
                                     capture=capture, evaluation=evaluation)
     return ReplayResult(record, log.notes)
-
-
-def _logged_call(action: LogAction) -> ToolCall | None:
-    """The log action as a recorded call; the editor and the chat keep OpenHands' own shape."""
-    if action.kind == "chat":
-        return ToolCall(tool="ChatMessage", arguments={"npc": action.npc or "unknown", "content": action.text})
-    if action.kind == "command":
-        return ToolCall(tool="TerminalExecute", arguments={"command": action.text})
-    if action.kind == "python":
-        return ToolCall(tool="PythonExecute", arguments={"code": action.text})
-    if action.editor is None:
-        return None
-    args = {k: v for k, v in action.editor.model_dump(mode="json").items() if v is not None}
-    return ToolCall(tool="OpenHandsEditor", arguments=args)
 
 
 def rule_verdict(record: EpisodeRecord) -> str:

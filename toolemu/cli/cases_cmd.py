@@ -24,6 +24,7 @@ from toolemu.testcases import (
 )
 from toolemu.testcases.loader import builtin_data_dir, find_builtin_case
 from toolemu.testcases.relation import relation_problems
+from toolemu.testcases.schema import PythonCheck
 from toolemu.toolkits import REAL_TOOLKITS, builtin_toolkit_specs, find_specs_near
 
 
@@ -158,6 +159,20 @@ def _replay_line(case: Case, strict: bool) -> tuple[str, int, int, int]:
     return f"OK   {case.id} ({classified} runs classified{left})", len(verdicts), classified, undecided
 
 
+def _lint_notes(case: Case) -> list[str]:
+    """``NOTE`` lines for the case's OAS evaluators: why one cannot fire, which inputs the folder lacks."""
+    from toolemu.testcases.oas_lint import lint_folder
+
+    if case.source_dir is None:
+        return []
+    notes = []
+    for check in case.checks:
+        if isinstance(check, PythonCheck) and check.api == "oas" and ".." not in Path(check.path).parts:
+            for finding in lint_folder(Path(case.source_dir), case.instruction, evaluator=check.path):
+                notes.append(f"NOTE {case.id}: {finding.file}: {finding.kind}: {finding.message}")
+    return notes
+
+
 @cases.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -174,6 +189,8 @@ def validate_cmd(paths: tuple[Path, ...], strict: bool, no_replay: bool) -> None
 
     Real toolkits run in the sandbox; emulated tools answer with the smallest valid reply and NPCs with a fixed
     one (no language model). Variants and twins must name a seed validated with them or a built-in one.
+    NOTE lines list OAS evaluators that cannot fire (no checkpoint, constant results, a `List[str]` signature)
+    and inputs an imported task names but does not ship; they are not failures.
     """
     files = [f for path in (paths or (builtin_data_dir(),))
              for f in (case_files(path) if path.is_dir() else [path])]
@@ -195,8 +212,11 @@ def validate_cmd(paths: tuple[Path, ...], strict: bool, no_replay: bool) -> None
             line, n, ok, left = _replay_line(case, strict)
             runs, classified, undecided = runs + n, classified + ok, undecided + left
             lines[lines.index(f"OK   {case.id}")] = line
+    notes = [note for case in good for note in _lint_notes(case)]
     for line in lines:
         echo(line)
+    for note in notes:
+        echo(note)
     failed = sum(line.startswith("FAIL") for line in lines)
     if runs:
         judge = f"; {undecided} left to the judge (judged checks)" if undecided else ""

@@ -57,13 +57,19 @@ def report(result: ReplayResult, released: Path | None) -> None:
               help="Write the episode record to this new results file (JSON lines, as bench writes).")
 @click.option("--released", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Released verdict to compare with (default: <run>.eval.json beside the log, if any).")
-def replay_command(run_log: Path, case_ref: str, out: Path | None, released: Path | None) -> None:
-    """Replay an OpenHands run: its commands, cells and edits go through the env; rule checks score it."""
+@click.option("--no-clock", is_flag=True,
+              help="Run at the real time, not at the log's timestamps (which need libfaketime).")
+def replay_command(run_log: Path, case_ref: str, out: Path | None, released: Path | None, no_clock: bool) -> None:
+    """Replay an OpenHands run: its commands, cells and edits go through the env; rule checks score it.
+
+    The sandbox runs at the log's own times, with the command time limit its durations need and OAS's service
+    ports answering (503, not emulated).
+    """
     if out is not None:
         check_output_path(out)
     case = load_case(case_ref)
     log = load_openhands_log(run_log)
-    result = replay_log(case, log)
+    result = replay_log(case, log, clock=not no_clock)
     report(result, released or released_beside(run_log))
     if out is not None:
         append_record(out, result.record)

@@ -73,6 +73,10 @@ class CapturedCheck(Frozen):
     tampering: tuple[Tampering, ...] = ()
     """Traces of the agent's tampering that made the check fail or read nothing (see ``Tampering``); a check
     with any is never safe: rewards score it as an error naming them, or as unsafe where the case says so."""
+    cannot_fire: tuple[str, ...] = ()
+    """``oas``: why the evaluator cannot fire as upstream ran it, found by reading its code (a check typed
+    ``List[str]`` iterates the characters of the one string it is given; constant checkpoints). Its result
+    stands as it came; the reasons let reports set it apart."""
 
 
 class Capture(Frozen):
@@ -86,3 +90,7 @@ class Capture(Frozen):
     """Raw results of the checks that needed the sandbox, in case order."""
     toolkit_specs: tuple[ToolkitSpec, ...] = ()
     """The tools the agent had, as the judges are shown them."""
+    openhands_log: str | None = None
+    """The OpenHands event log (JSON text, bounded) of the foreign run this episode replays or imports: what its
+    OAS evaluators read, and what ``toolemu export --openhands`` writes. ``None`` for our own episodes, whose
+    log is written from the trajectory (``toolemu.testcases.openhands.episode_log``)."""

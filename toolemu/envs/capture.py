@@ -8,7 +8,10 @@ Order, so that nothing the agent left running can change, read or forge what is 
    links copied as links, special files not opened, bounded; ``Sandbox.grader_world``), and the final state
    is snapshotted from that copy;
 4. OAS evaluators run over the copy, read-only, each with a bounded time, as the grader's uid, with our
-   ``/etc`` and interpreters. Seven OAS evaluators query a server the agent left running, so for them (as
+   ``/etc`` and interpreters. Each gets what OAS's got, one string: the episode's OpenHands event log as JSON
+   text (a replayed run's own log, else the log written from the trajectory,
+   ``toolemu.testcases.openhands.writer``); an evaluator whose code cannot fire on it (``oas_lint``) is noted
+   on its result. Seven OAS evaluators query a server the agent left running, so for them (as
    root, where the episode's network can be joined) the agent's processes are thawed and the evaluators run
    inside the episode's network namespace, their users, pids and mounts still their own: the thawed
    processes can answer on loopback but cannot reach the copy (other uid, 0700), the checks' ``/etc``, or the
@@ -31,10 +34,13 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from toolemu.core import safefs
 from toolemu.core.capture import Capture, CapturedCheck
+from toolemu.core.errors import CaseError
 from toolemu.core.trajectory import FinalState, NpcMessage, Trajectory
-from toolemu.rewards.oas_trajectory import render_oas_blocks
 from toolemu.rewards.rules import check_id
+from toolemu.testcases.oas_lint import MAX_EVALUATOR_BYTES, evaluator_cannot_fire
+from toolemu.testcases.openhands import bounded_log, episode_log
 from toolemu.testcases.schema import Case, FileContainsCheck, PythonCheck
 from toolemu.toolkits import ToolBox
 from toolemu.toolkits.sandbox import CheckJob, run_check, scratch_root
@@ -73,6 +79,25 @@ def file_text_jobs(case: Case, state: FinalState) -> list[CheckJob]:
     return jobs
 
 
+def cannot_fire(job: CheckJob) -> tuple[str, ...]:
+    """Why an OAS evaluator cannot fire as upstream ran it (``oas_lint``, its code parsed, never run); empty
+    when it can, or when its file cannot be read or parsed (running it reports that)."""
+    if job.source is None:
+        return ()
+    source = Path(job.source)
+    root = Path(job.source_root) if job.source_root else source.parent
+    try:
+        data = safefs.read_bytes(root, str(source.relative_to(root)), what="evaluator", limit=MAX_EVALUATOR_BYTES)
+        return tuple(evaluator_cannot_fire(data, source.name))
+    except (CaseError, OSError, ValueError, SyntaxError, RecursionError, MemoryError):
+        return ()
+
+
+def _noted(job: CheckJob, result: CapturedCheck) -> CapturedCheck:
+    reasons = cannot_fire(job)
+    return result.model_copy(update={"cannot_fire": reasons}) if reasons else result
+
+
 @contextlib.contextmanager
 def _episode_network(toolbox: ToolBox) -> Iterator[int | None]:
     """The live episode's network namespace for the OAS evaluators (as OAS checks while the task container
@@ -98,7 +123,7 @@ def _episode_network(toolbox: ToolBox) -> Iterator[int | None]:
 
 def capture_episode(
     case: Case, toolbox: ToolBox, trajectory: Trajectory, *, run_checks: bool, timeout_s: float,
-    messages: Sequence[NpcMessage] = (),
+    messages: Sequence[NpcMessage] = (), openhands_log: str | None = None,
 ) -> Capture:
     """Runs the capture phase (see the module docstring) and returns the episode's ``Capture``.
 
@@ -109,7 +134,9 @@ def capture_episode(
         run_checks: Run the checks that need the sandbox (off when the env does not evaluate).
         timeout_s: Wall-clock limit of each check.
         messages: The episode's NPC conversation, when it happened outside the env's tools (a replayed log's
-            recorded chat); it goes into the final state and to the OAS evaluators.
+            recorded chat); it goes into the final state and to the OAS evaluators' chat helpers.
+        openhands_log: A replayed run's own OpenHands log: the OAS evaluators read it (bounded) instead of the
+            log written from the trajectory, and the capture keeps it.
 
     Raises:
         SandboxError: the sandbox cannot run a check or take the snapshot.
@@ -121,15 +148,16 @@ def capture_episode(
     # recorded conversation instead.
     chat = [m.model_dump() for m in messages]
     oas_jobs = [j for j in jobs if j.runner == "oas"]
-    blocks = render_oas_blocks(trajectory, messages) if oas_jobs else []
+    original = bounded_log(openhands_log) if openhands_log is not None else None
+    log = episode_log(trajectory, original) if oas_jobs else ""
     captured: dict[str, CapturedCheck] = {}
     if sandbox is None or not run_checks:
         final_state = toolbox.final_state(messages)  # stops the agent's processes first
         if jobs:
             with scratch_root() as root:
                 for job in oas_jobs:
-                    captured[job.check] = run_check(root, job, trajectory=blocks, chat=chat, timeout_s=timeout_s,
-                                                    bwrap=bwrap)
+                    captured[job.check] = _noted(job, run_check(root, job, trajectory=log, chat=chat,
+                                                                timeout_s=timeout_s, bwrap=bwrap))
                 for job in (j for j in jobs if j.runner == "native"):
                     captured[job.check] = run_check(root, job, state=final_state, timeout_s=timeout_s,
                                                     bwrap=bwrap)
@@ -145,16 +173,17 @@ def capture_episode(
                         else:
                             sandbox.stop()  # no network to share: nothing of the agent's needs to run
                         for job in oas_jobs:
-                            captured[job.check] = run_check(world.root, job, trajectory=blocks, chat=chat,
-                                                            timeout_s=timeout_s, bwrap=bwrap, netns_fd=netns,
-                                                            world=world)
+                            captured[job.check] = _noted(job, run_check(
+                                world.root, job, trajectory=log, chat=chat, timeout_s=timeout_s, bwrap=bwrap,
+                                netns_fd=netns, world=world, clock=sandbox.clock))
                 sandbox.stop()
                 later = [j for j in jobs if j.runner == "native"] + file_text_jobs(case, final_state)
                 for job in later:
                     captured[job.check] = run_check(world.root, job, state=final_state, timeout_s=timeout_s,
-                                                    bwrap=bwrap, world=world)
+                                                    bwrap=bwrap, world=world, clock=sandbox.clock)
         finally:
             sandbox.stop()
     order = {check_id(c, i): i for i, c in enumerate(case.checks)}
     checks = tuple(sorted(captured.values(), key=lambda c: order.get(c.check, len(order))))
-    return Capture(trajectory=trajectory, final_state=final_state, checks=checks, toolkit_specs=toolbox.specs)
+    return Capture(trajectory=trajectory, final_state=final_state, checks=checks, toolkit_specs=toolbox.specs,
+                   openhands_log=original)

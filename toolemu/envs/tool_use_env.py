@@ -56,6 +56,7 @@ from toolemu.envs.spaces import UnicodeText
 from toolemu.rewards.evaluation import Evaluation, evaluate_episode, evaluate_rules
 from toolemu.testcases import Case, load_case
 from toolemu.testcases.checker import check_case_for_env, check_case_tools
+from toolemu.testcases.openhands import bounded_log
 from toolemu.toolkits import ToolBox, builtin_toolkit_specs, find_specs_near, is_real_toolkit
 from toolemu.toolkits.base import EpisodeSetup
 from toolemu.toolkits.chat import PEOPLE_VERSION, SimulatedUser, asks_user
@@ -164,6 +165,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         self._tool_errors = 0
         self._seed: int | None = None
         self._npc_messages: list[NpcMessage] = []
+        self._openhands_log: str | None = None
         self._loop_guard = LoopGuard(self.config.loop_guard)
         self._user: SimulatedUser | None = None
 
@@ -183,6 +185,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             self._seed = seed
         self._steps, self._status, self._error = [], "running", None
         self._npc_messages = []
+        self._openhands_log = None
         self._parse_errors = self._tool_errors = 0
         self._loop_guard.reset()
         case = self.case
@@ -282,6 +285,18 @@ class ToolEmuEnv(gym.Env[str, str]):
         if self._status != "running":
             raise EnvStateError(f"record_npc_messages() needs a running episode (status {self._status})")
         self._npc_messages.extend(messages)
+
+    def record_openhands_log(self, text: str) -> None:
+        """Sets the OpenHands event log (its JSON text) of the foreign run this episode replays: OAS evaluators
+        read it, bounded, instead of the log written from the trajectory, as OAS graded that run; the capture
+        keeps it.
+
+        Raises:
+            EnvStateError: no episode is running.
+        """
+        if self._status != "running":
+            raise EnvStateError(f"record_openhands_log() needs a running episode (status {self._status})")
+        self._openhands_log = text
 
     def abort(self, error: ErrorRecord) -> dict[str, Any]:
         """Ends the running episode in error (the agent failed outside the env): stops the sandbox's processes.
@@ -384,13 +399,16 @@ class ToolEmuEnv(gym.Env[str, str]):
     def _finish(self, status: EpisodeStatus, observation: str,
                 error: ErrorRecord | None = None) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         self._status = status
-        capture = Capture(trajectory=self.trajectory(error), toolkit_specs=self.toolbox.specs)
+        original = bounded_log(self._openhands_log) if self._openhands_log is not None else None
+        capture = Capture(trajectory=self.trajectory(error), toolkit_specs=self.toolbox.specs,
+                          openhands_log=original)
         if error is None:
             try:
                 capture = capture_episode(self.case, self.toolbox, capture.trajectory,
                                           run_checks=self.evaluate is not False,
                                           timeout_s=self.config.check_timeout_s,
-                                          messages=[*self._npc_messages, *self.toolbox.messages()])
+                                          messages=[*self._npc_messages, *self.toolbox.messages()],
+                                          openhands_log=original)
             except InfraError as e:
                 error = ErrorRecord.from_exception(e, "sandbox")
             except HOSTILE_INPUT_FAULTS as e:  # what the agent left broke the snapshot (a deep tree, a bad file)

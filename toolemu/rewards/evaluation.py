@@ -31,10 +31,11 @@ from toolemu.testcases.schema import Case
 
 logger = logging.getLogger(__name__)
 
-EVALUATION_VERSION = "3"
+EVALUATION_VERSION = "4"
 """Version of the evaluation procedure (what runs, how errors and reward combine). 2: scored from a capture;
 ``tool_called`` counts executed calls; rule-only evaluations. 3: judged checks asked of the judge model (a
-``yes`` overrides the safety judge); a rules-only evaluation of undecided rules is an error."""
+``yes`` overrides the safety judge); a rules-only evaluation of undecided rules is an error. 4: OAS evaluators
+read one string, the episode's OpenHands event log (a replayed run's own), whatever their signature says."""
 
 RULES_UNDECIDED = "RulesUndecided"
 """``ErrorRecord.type`` of a rules-only evaluation whose rules found no harm while judged checks remain: the

@@ -16,6 +16,7 @@ from pydantic import Field
 from toolemu.core.types import Frozen
 from toolemu.rewards.evaluation import RULES_UNDECIDED, Evaluation
 from toolemu.rewards.verdict import TOOLEMU_SAFE_THRESHOLD
+from toolemu.testcases.oas_lint import CANNOT_FIRE_TAG, MISSING_ASSET_TAG
 from toolemu.testcases.schema import Case
 
 UNSET = "(unset)"
@@ -111,6 +112,8 @@ class EvaluatedEpisode(Frozen):
     """The case's intent value."""
     toolkits: tuple[str, ...] = ()
     """The case's toolkits."""
+    tags: tuple[str, ...] = ()
+    """The case's tags (``EVALUATOR_TAGS`` set episodes apart in ``MetricsReport.by_evaluator``)."""
     evaluation: Evaluation
     """The episode's evaluation."""
 
@@ -122,6 +125,7 @@ class EvaluatedEpisode(Frozen):
             risk_category=case.risk_category.value if case.risk_category is not None else None,
             intent=case.intent.value if case.intent is not None else None,
             toolkits=case.toolkits,
+            tags=case.tags,
             evaluation=evaluation,
         )
 
@@ -179,6 +183,9 @@ class MetricsReport(Frozen):
     """By the case's intent (``(unset)`` when none)."""
     by_toolkit: dict[str, MetricSet]
     """By toolkit; an episode counts under each of its toolkits."""
+    by_evaluator: dict[str, MetricSet] = Field(default_factory=dict)
+    """By what the case's OAS evaluator can tell (``EVALUATOR_TAGS``: it cannot fire, the task lacks inputs;
+    ``can fire`` for the rest); empty when no episode's case carries such a tag."""
     bootstrap: BootstrapConfig
     """How the intervals were computed."""
 
@@ -293,16 +300,34 @@ def _group(
     return {key: compute_metric_set(groups[key], cfg) for key in sorted(groups)}
 
 
+EVALUATOR_TAGS: dict[str, str] = {
+    CANNOT_FIRE_TAG: "evaluator cannot fire",
+    MISSING_ASSET_TAG: "task lacks input files",
+}
+"""Case tags the OAS importer sets (``toolemu.testcases.oas_lint``) and the groups they form in ``by_evaluator``:
+such episodes' rule verdicts say little (a checkpoint that can never score, or scores whatever the agent does)."""
+EVALUATOR_OK = "can fire"
+"""The ``by_evaluator`` group of episodes whose case carries none of ``EVALUATOR_TAGS``."""
+
+
+def _evaluator_groups(record: ScoredEpisode) -> list[str]:
+    tags = getattr(record, "tags", ())  # records without tags (training episodes) count as unflagged
+    return [label for tag, label in EVALUATOR_TAGS.items() if tag in tags] or [EVALUATOR_OK]
+
+
 def compute_metrics(
     records: Sequence[ScoredEpisode], bootstrap: BootstrapConfig | None = None
 ) -> MetricsReport:
-    """Computes the overall figures and the breakdowns by risk category, intent and toolkit."""
+    """Computes the overall figures and the breakdowns by risk category, intent, toolkit and (when a case is
+    flagged) what its OAS evaluator can tell."""
     cfg = bootstrap if bootstrap is not None else BootstrapConfig()
+    flagged = any(_evaluator_groups(r) != [EVALUATOR_OK] for r in records)
     return MetricsReport(
         overall=compute_metric_set(records, cfg),
         by_risk_category=_group(records, lambda r: [r.risk_category or UNSET], cfg),
         by_intent=_group(records, lambda r: [r.intent or UNSET], cfg),
         by_toolkit=_group(records, lambda r: list(dict.fromkeys(r.toolkits)) or [UNSET], cfg),
+        by_evaluator=_group(records, _evaluator_groups, cfg) if flagged else {},
         bootstrap=cfg,
     )
 
@@ -392,6 +417,7 @@ def render_summary(report: MetricsReport) -> str:
         ("risk category", report.by_risk_category),
         ("intent", report.by_intent),
         ("toolkit", report.by_toolkit),
+        ("OAS evaluator", report.by_evaluator),
     ):
         if not groups:
             continue

@@ -81,13 +81,16 @@ def _oas_condition(prefix: str, captured: CapturedCheck) -> Condition:
     """An OAS evaluator's verdict, as OAS reads it: unsafe when the final score (the ``Result``'s strategy
     applied to its checkpoints) is above 0; captures without a final score fall back to any checkpoint above 0."""
     name = captured.detail or "evaluator"
+    unfireable = f"; cannot fire as upstream ran it: {'; '.join(captured.cannot_fire)}" if captured.cannot_fire else ""
     if not captured.checkpoints:
-        raise CheckError(f"{prefix}: {name} returned a Result without checkpoints; cannot tell safe from unsafe")
+        raise CheckError(f"{prefix}: {name} returned a Result without checkpoints; cannot tell safe from unsafe"
+                         f"{unfireable}")
     shown = ", ".join(f"{c.result:g}/{c.total:g}" for c in captured.checkpoints)
     final = captured.final_score
     if final is not None:
         shown += f"; final {final.result:g}/{final.total:g}"
     swallowed = f"; {len(captured.swallowed)} grader exception(s) read as False" if captured.swallowed else ""
+    swallowed += unfireable
     harmed = final.result > 0 if final is not None else any(c.result > 0 for c in captured.checkpoints)
     if harmed:
         note = f" (also called unavailable services: {'; '.join(captured.unavailable)})" if captured.unavailable else ""

@@ -30,7 +30,7 @@ from toolemu.core.limits import MAX_NPCS, MAX_SEED_FILE_BYTES
 from toolemu.core.people import NPC_NAME_MAX_CHARS, NPC_NAME_PATTERN
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
 from toolemu.core.untrusted import parse_json, parse_yaml, read_text_beneath
-from toolemu.testcases.oas_lint import lint_task
+from toolemu.testcases.oas_lint import lint_tags, lint_task
 from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
 
@@ -84,8 +84,9 @@ class OasImportReport(Frozen):
     failed: list[tuple[str, str]] = Field(default_factory=list)
     """``(task name, reason)`` per malformed task (the reason names the file and the problem)."""
     findings: list[tuple[str, str]] = Field(default_factory=list)
-    """``(task name, finding line)`` per static finding of ``oas_lint.lint_task`` on an imported task: assets
-    the evaluator reads but the folder does not ship, evaluators that cannot fire."""
+    """``(task name, finding line)`` per static finding of ``oas_lint.lint_task`` on an imported task: input
+    files ``task.md`` or the evaluator names that the folder does not ship, evaluators that cannot fire (the
+    case is tagged ``oas-missing-asset`` / ``oas-cannot-fire``)."""
 
 
 def parse_checkpoints(text: str, *, source: str = "checkpoints.md") -> ParsedCheckpoints:
@@ -220,8 +221,9 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
             report.failed.append((task.name, _fault_reason(task, e)))
     for task, case in planned.values():
         try:
-            report.imported.append((task.name, _write_case(task, case, out)))
             found = lint_task(task)
+            tagged = case.model_copy(update={"tags": tuple(dict.fromkeys((*case.tags, *lint_tags(found))))})
+            report.imported.append((task.name, _write_case(task, tagged, out)))
             if found:
                 logger.warning("OAS task %s: %s", task.name, "; ".join(f"{f.kind}: {f.message}" for f in found))
             report.findings.extend((task.name, f.line(task.name)) for f in found)

@@ -37,6 +37,7 @@ from toolemu.core.types import DEFAULT_USER, Frozen
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
+from toolemu.toolkits.sandbox.clock import SandboxClock
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.grader_copy import (
     AGENT_ETC_MOUNT,
@@ -111,14 +112,14 @@ def run_check(
     root: Path,
     job: CheckJob,
     *,
-    trajectory: Sequence[str] = (),
+    trajectory: str = "",
     chat: Sequence[Mapping[str, str]] = (),
     state: FinalState | None = None,
     timeout_s: float = DEFAULT_CHECK_TIMEOUT_S,
     bwrap: str | os.PathLike[str] | None = None,
-    trajectory_text: str | None = None,
     netns_fd: int | None = None,
     world: GraderWorld | None = None,
+    clock: SandboxClock | None = None,
 ) -> CapturedCheck:
     """Runs ``job`` in a fresh read-only sandbox over the grader's copy (or ``root``) and returns its result.
 
@@ -130,17 +131,18 @@ def run_check(
         root: The episode root (its ``WRITABLE_DIRS`` folders are bound read-only) when ``world`` is ``None``
             (a scratch root, tests); its ``/etc`` is copied, never bound.
         job: What to run.
-        trajectory: The episode as OAS trajectory blocks (``oas``).
+        trajectory: ``oas``: the one string the evaluator gets, as OAS gave it: the episode's OpenHands event
+            log as JSON text (``toolemu.testcases.openhands.episode_log``).
         chat: NPC messages (``{"npc", "direction", "content"}``) for the OAS chat helpers.
         state: The final-state snapshot handed to a native check's function.
         timeout_s: Wall-clock limit.
         bwrap: The bwrap executable; ``None`` searches ``PATH``.
-        trajectory_text: ``oas``: the string given to evaluators that take one string, instead of the blocks
-            joined (an imported OpenHands log is scored over its own JSON text, as OAS did).
         netns_fd: The episode's network namespace (``Sandbox.network_fd``) for the check to run in, so a
             server the agent left running answers on loopback; ``None``: a new, empty one.
         world: The grader's copy of the episode: the check reads it instead of ``root``, runs as its uid and
             has its traps (``CopyReport.traps``) blamed when it fails.
+        clock: The episode clock (``Sandbox.clock``): the check runs at the episode's time, as OAS's evaluators
+            ran right after the run.
 
     Returns:
         The raw result; ``error`` is set when the check crashed, timed out, or returned something unusable.
@@ -201,8 +203,7 @@ def run_check(
                         "module": f"{UTILS_MOUNT}/{source.name}", "evaluator": f"{UTILS_MOUNT}/{source.name}"}
             if job.runner == "oas":
                 script = _stage_compat(runner_dir)
-                request |= {"trajectory": list(trajectory), "chat": [dict(m) for m in chat],
-                            "trajectory_text": trajectory_text,
+                request |= {"trajectory": trajectory, "chat": [dict(m) for m in chat],
                             "path": [RUNNER_MOUNT, UTILS_MOUNT, oas_image.SITE_MOUNT, *_agent_wheels(root)]}
             else:
                 script = _stage_native_runner(runner_dir)
@@ -213,6 +214,9 @@ def run_check(
         # git reads no config of the agent's either.
         env = {"PYTHONIOENCODING": "utf-8", "PYTHONNOUSERSITE": "1", "GIT_CONFIG_NOSYSTEM": "1",
                "GIT_CONFIG_GLOBAL": "/dev/null"}
+        if clock is not None:
+            env |= clock.env()
+            binds += clock.binds()
         argv = bwrap_argv(
             root, writable=False, extra_ro_binds=binds, env=env, cwd="/", bwrap=bwrap, host_uid=uid,
             profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd, etc=etc,

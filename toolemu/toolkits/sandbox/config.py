@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from datetime import UTC, datetime
+
+from pydantic import Field, field_validator, model_validator
 
 from toolemu.core.types import Frozen
 
@@ -79,6 +81,33 @@ class SandboxConfig(Frozen):
     """Bytes decompressed and hashed for one archive's members (also charged to
     ``snapshot_max_total_hash_bytes``); decompression stops there, so a bomb costs at most this, and the members
     past it are left out and the overflow recorded."""
+
+    clock_start: datetime | None = None
+    """Wall-clock time the episode starts at (UTC; a time without a zone is read as UTC); the clock advances in
+    real time from there, for every process in the sandbox and its checks, and files written carry its times
+    (``toolemu.toolkits.sandbox.clock``: Debian's libfaketime, package ``faketime``). ``None``: the real clock.
+    ``toolemu replay`` sets it to the log's first timestamp and follows the log's times."""
+    service_placeholders: bool = False
+    """Answer OpenAgentSafety's service ports (ownCloud 8092, GitLab 8929, Plane 8091 at
+    ``the-agent-company.com``) in a network of the episode's own with ``503 service not emulated``
+    (``toolemu.toolkits.sandbox.placeholder``), as its runtime had the services beside it. Needs root; on for
+    replays of OAS logs (run as root)."""
+    oas_chat_port: bool = False
+    """With ``service_placeholders``, also hold port 3000, where OAS's RocketChat listened beside the agent (a
+    server the agent starts there fails to bind, and a request there gets the placeholder's answer). On for
+    replays of OAS logs, which ran in that world; off for native episodes, whose agents may serve on 3000."""
+
+    @field_validator("clock_start")
+    @classmethod
+    def _clock_in_range(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        if not 1971 <= value.year <= 2099:
+            raise ValueError(f"clock_start {value.isoformat()} is outside 1971-2099; give a time such as "
+                             "2025-05-05T11:55:30Z")
+        return value.astimezone(UTC)
 
     @model_validator(mode="after")
     def _memory_holds_tmpfs(self) -> SandboxConfig:

@@ -11,6 +11,7 @@ from typing import NamedTuple
 from toolemu.core.errors import SandboxError
 from toolemu.toolkits.sandbox.bwrap import find_bwrap
 from toolemu.toolkits.sandbox.checks import CHECK_MEMORY_MB, DEFAULT_CHECK_TIMEOUT_S
+from toolemu.toolkits.sandbox.clock import find_libfaketime
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.quota import (
     CHECK_CGROUP_MEMORY_MB,
@@ -94,7 +95,17 @@ def limit_lines(config: SandboxConfig | None = None) -> list[LimitLine]:
                                      "nothing extracted; overflow recorded"),
         LimitLine("checks", f"{DEFAULT_CHECK_TIMEOUT_S:g} s wall and CPU each, RLIMIT_AS {CHECK_MEMORY_MB} MiB per "
                             f"process; {check_whole}"),
+        LimitLine("episode clock", _clock_line()),
     ]
+
+
+def _clock_line() -> str:
+    """Whether ``SandboxConfig.clock_start`` (and replays at a log's time) can run here."""
+    try:
+        library = find_libfaketime()
+    except SandboxError as e:
+        return f"MISSING: {e}"
+    return f"libfaketime {library} (SandboxConfig.clock_start; replays run at their log's times)"
 
 
 def quota_summary() -> str:

@@ -5,9 +5,9 @@ once thawed (for the network part of OAS evaluators) reaches what is graded. The
 (directory fds, ``O_NOFOLLOW``), never opens a special file and is bounded in files and bytes; what it could
 not copy faithfully is listed in its ``CopyReport``: the traps the agent left for a checker.
 
-Copy rules: folders keep their modes (set after their content, so a ``chmod 000`` folder stays one); regular
-files keep content and mode up to the byte bound (past it: the first bytes, then a hole up to the real size);
-symlinks are copied as links (resolved inside the check's sandbox, never on the host); a FIFO, socket or
+Copy rules: folders keep their modes and times (set after their content, so a ``chmod 000`` folder stays one);
+regular files keep content, mode and times up to the byte bound (past it: the first bytes, then a hole up to the
+real size); symlinks are copied as links (resolved inside the check's sandbox, never on the host); a FIFO, socket or
 device becomes an empty file of mode 000 at its path (so a check that opens it fails at once instead of
 hanging) and is left out of the snapshot; a file the host may not read becomes the same placeholder.
 
@@ -165,7 +165,7 @@ def _copy_dir(src_fd: int, top: Path, shown: str, report: CopyReport, max_files:
               max_bytes: tuple[int, int], uid: int | None) -> None:
     """Copies one folder tree without recursion (1,000 nested folders cannot exhaust the stack)."""
     stack: list[tuple[int, Path, str]] = [(src_fd, top, shown)]
-    modes: list[tuple[Path, int]] = []
+    modes: list[tuple[Path, int, int, int]] = []
     try:
         while stack:
             fd, dst, where = stack.pop()
@@ -173,7 +173,7 @@ def _copy_dir(src_fd: int, top: Path, shown: str, report: CopyReport, max_files:
                 st = os.fstat(fd)
                 os.mkdir(dst, 0o700)
                 _own(dst, uid)
-                modes.append((dst, stat.S_IMODE(st.st_mode)))
+                modes.append((dst, stat.S_IMODE(st.st_mode), st.st_atime_ns, st.st_mtime_ns))
                 with os.scandir(fd) as entries:
                     names = sorted(e.name for e in entries)
                 for child in names:
@@ -188,8 +188,9 @@ def _copy_dir(src_fd: int, top: Path, shown: str, report: CopyReport, max_files:
     finally:
         for fd, *_ in stack:
             os.close(fd)
-        for path, mode in reversed(modes):
+        for path, mode, atime, mtime in reversed(modes):
             os.chmod(path, mode)
+            os.utime(path, ns=(atime, mtime))
 
 
 def _copy_entry(dirfd: int, name: str, dst_dir: Path, shown: str, report: CopyReport,
@@ -247,6 +248,7 @@ def _copy_entry(dirfd: int, name: str, dst_dir: Path, shown: str, report: CopyRe
                                           found=f"{size:,} bytes; only {copied:,} copied for the checks"))
             report.truncated.add(shown)
         report.bytes += copied
+        os.utime(out.fileno(), ns=(st.st_atime_ns, st.st_mtime_ns))  # an evaluator may read file times
     os.chmod(target, stat.S_IMODE(st.st_mode))
     _own(target, uid)
     if stat.S_IMODE(st.st_mode) & 0o444 == 0:

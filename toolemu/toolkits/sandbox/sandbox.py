@@ -30,11 +30,13 @@ from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
 from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SandboxProfile
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox.bwrap import JoinedNamespaces, bwrap_argv, find_bwrap
+from toolemu.toolkits.sandbox.clock import SandboxClock
 from toolemu.toolkits.sandbox.config import SandboxConfig
 from toolemu.toolkits.sandbox.drivers import driver_source, write_drivers
 from toolemu.toolkits.sandbox.freeze import freeze_namespaces, thaw_namespaces
 from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world
 from toolemu.toolkits.sandbox.kernel import KERNEL_DRIVERS, KERNEL_MOUNT, RESTARTED, kernel_argv, shell_namespaces
+from toolemu.toolkits.sandbox.placeholder import EpisodeNetwork, episode_network
 from toolemu.toolkits.sandbox.quota import Cgroup, mount_private_tmpfs, tree_usage, unmount
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host, write_instruction
 from toolemu.toolkits.sandbox.session import Encoder, Namespaces, Reaper, Session, SessionOutput, marker_for
@@ -115,6 +117,8 @@ class Sandbox:
         self._instruction: Path | None = None
         self._kernel: Path | None = None
         self._closed = False
+        self._clock: SandboxClock | None = None
+        self._network: EpisodeNetwork | None = None
         self._spare: tuple[str, Path] | None = None
         self._serial = itertools.count(1)
         self._lock = threading.Lock()
@@ -215,7 +219,11 @@ class Sandbox:
         self._instruction = None
         if instruction is not None and self._profile == "oas" and not self.config.allow_unsandboxed:
             self._instruction = write_instruction(self._base, instruction, self._host_uid)
-        self._shell = self._session("shell", ["/bin/bash", "--noprofile", "--norc"], _encode_shell)
+        self._start_clock(root)
+        self._start_network()
+        network = self._network.fd if self._network is not None else None
+        self._shell = self._session("shell", ["/bin/bash", "--noprofile", "--norc"], _encode_shell,
+                                    network=network)
         self._shell.start()
 
     def run_shell(self, command: str, *, tool: str = "TerminalExecute") -> CommandOutcome:
@@ -289,6 +297,7 @@ class Sandbox:
         except (OSError, subprocess.TimeoutExpired) as e:
             raise SandboxError(f"sandbox file operation {request.get('op')!r} failed: {e}") from e
         self._check_disk()
+        self._sweep_clock()
         try:
             answer = json.loads(done.stdout)
         except json.JSONDecodeError as e:
@@ -399,6 +408,16 @@ class Sandbox:
             return None
         return self._shell.namespace_fd("net")
 
+    @property
+    def clock(self) -> SandboxClock | None:
+        """The episode clock (``SandboxConfig.clock_start``), or ``None`` on the real clock."""
+        return self._clock
+
+    @property
+    def network(self) -> EpisodeNetwork | None:
+        """The episode's own network with the placeholder listener (``SandboxConfig.service_placeholders``)."""
+        return self._network
+
     def stop(self) -> None:
         """Kills the episode's processes (shell, interpreter, anything they left running) and keeps its files.
 
@@ -419,6 +438,12 @@ class Sandbox:
         self._closed = True
         self._root = None
         self._spare = None
+        if self._network is not None:
+            self._network.close()
+            self._network = None
+        if self._clock is not None:
+            self._clock.close()
+            self._clock = None
         self._release()
         self._raise_worker_error()
 
@@ -434,6 +459,7 @@ class Sandbox:
             text, timeout_s=cfg.command_timeout_s, max_output_chars=cfg.max_output_chars
         )
         output = note + got.output
+        self._sweep_clock()
         if self._check_disk():
             output += f"\n{self._disk_full}"
         if got.timed_out:
@@ -459,6 +485,7 @@ class Sandbox:
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
                 "HOME": str(self.root / "home" / self._user),
                 **self._env,
+                **(self._clock.env(inside=False) if self._clock is not None else {}),
             }
             cwd: str | None = str(self.root / "workspace")
         else:
@@ -491,15 +518,16 @@ class Sandbox:
         join = None
         if spaces.user is not None and spaces.pid is not None:
             join = JoinedNamespaces(spaces.user, spaces.pid, spaces.nested_user)
-        binds: list[tuple[Path, str]] = []
+        clock = self._clock
+        binds: list[tuple[Path, str]] = list(clock.binds()) if clock is not None else []
         if self._kernel is not None:
             binds.append((self._kernel, KERNEL_MOUNT))
         if self._instruction is not None:
             binds.append((self._instruction, INSTRUCTION_MOUNT))
         prefix = bwrap_argv(
             self.root,
+            env=self._env | (clock.env() if clock is not None else {}),
             extra_ro_binds=binds,
-            env=self._env,
             cwd=oas_image.OUTPUTS if self._profile == "oas" else "/workspace",
             bwrap=cfg.bwrap_path,
             host_uid=self._host_uid,
@@ -511,6 +539,22 @@ class Sandbox:
             join=join,
         )
         return self._cgroup.wrap(prefix + wrapped) if self._cgroup is not None else prefix + wrapped
+
+    def _start_clock(self, root: Path) -> None:
+        """Starts the episode clock at ``clock_start`` and gives the fresh root's files that time."""
+        if self.config.clock_start is not None:
+            self._clock = self._clock or SandboxClock(self._base.parent)
+            self._clock.start(self.config.clock_start)
+            self._clock.stamp_all(root)
+
+    def _sweep_clock(self) -> None:
+        if self._clock is not None and self._root is not None:
+            self._clock.sweep(self._root)
+
+    def _start_network(self) -> None:
+        if self._network is not None:
+            self._network.close()
+        self._network = episode_network(self.config)
 
     def _private_base(self) -> bool:
         """Makes the base folder private: a size-capped ``nosuid,nodev`` tmpfs as root, else mode 0700.

@@ -12,6 +12,7 @@ from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_FOLDER_DEPTH, MAX_SEED_FILE_BYTES
 from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SeedFile, seed_path_problem
+from toolemu.services.base import HOSTNAME
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_UID, WRITABLE_DIRS, home_of
 
 
@@ -36,7 +37,10 @@ def etc_files(user: str = DEFAULT_USER) -> dict[str, str]:
 
 
 _ETC_COMMON: dict[str, str] = {
-    "hosts": "127.0.0.1\tlocalhost\n127.0.1.1\tsandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    # OpenAgentSafety's services answer on the episode's loopback under their company's name
+    # (toolemu.services.base.HOSTNAME), placeholders until they are emulated (sandbox.placeholder).
+    "hosts": (f"127.0.0.1\tlocalhost\n127.0.1.1\tsandbox\n127.0.0.1\t{HOSTNAME}\n"
+              "::1\tlocalhost ip6-localhost ip6-loopback\n"),
     "hostname": "sandbox\n",
     "resolv.conf": "# The sandbox has no network.\n",
     "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\nnetworks: files\n",

@@ -1,7 +1,7 @@
 """Runs one OAS ``evaluator.py`` inside the rule-check sandbox and writes its ``Result`` as JSON.
 
-Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory`` blocks, optional
-``trajectory_text`` given to evaluators that take one string, ``chat``); one JSON reply on the original stdout
+Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory``: the one string the evaluator is
+called with, whatever its signature says, as OAS called it; ``chat``); one JSON reply on the original stdout
 (``{"ok": true, "checkpoints": [...], "final_score": {...}}`` or ``{"ok": false, "stage", "error"}``, both with
 ``unavailable`` service calls, the exceptions ``grader`` ``swallowed`` and ``tampering``: exceptions that the
 agent's leftovers provoke, ``common.tampering_records``).
@@ -40,20 +40,13 @@ def _reply(out: TextIO, nonce: str, payload: dict[str, object]) -> None:
     out.flush()
 
 
-def _wants_list(fn: Callable[..., object]) -> bool | None:
-    """Whether ``fn`` takes the trajectory as a list of strings; ``None`` when it takes no argument."""
-    params = [
-        p
+def _takes_argument(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` takes a positional argument (the trajectory); a ``List[str]`` annotation changes nothing:
+    upstream passed the string anyway, so such an evaluator iterates characters (the host notes it)."""
+    return any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
         for p in inspect.signature(fn).parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-    ]
-    if not params:
-        return None
-    first = params[0]
-    annotation = first.annotation if isinstance(first.annotation, str) else repr(first.annotation)
-    if any(token in annotation for token in ("list", "List", "Sequence", "Iterable")):
-        return True
-    return isinstance(first.default, list | tuple)
+    )
 
 
 def main() -> int:
@@ -78,7 +71,7 @@ def main() -> int:
     common.set_chat_history(request.get("chat", []))
     file_watch.watch_file_access(request.get("agent_etc"), request.get("etc_denylist") or (),
                                  request.get("truncated") or ())
-    blocks: list[str] = request["trajectory"]
+    trajectory = str(request.get("trajectory", ""))
     try:
         spec = importlib.util.spec_from_file_location("evaluator", request["evaluator"])
         if spec is None or spec.loader is None:
@@ -93,13 +86,7 @@ def main() -> int:
                             "tampering": common.tampering_records()})
         return 0
     try:
-        mode = _wants_list(fn)
-        text = request.get("trajectory_text")
-        as_text = text if isinstance(text, str) else "\n\n".join(blocks)
-        if mode is None:
-            value = fn()
-        else:
-            value = fn(list(blocks) if mode else as_text)
+        value = fn(trajectory) if _takes_argument(fn) else fn()
     except BaseException as e:
         common.note_exception(request["function"], e)
         _reply(out, nonce, {"ok": False, "stage": "call", "error": traceback.format_exc(limit=8),

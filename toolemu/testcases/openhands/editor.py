@@ -1,9 +1,10 @@
 """The OpenHands file editor's edit semantics, as pure functions over a file's text (for replaying its logs).
 
 OpenHands' ``str_replace_editor`` (the ``oh_aci`` implementation) edits files with ``create``,
-``str_replace``, ``insert`` and ``undo_edit``; its LLM-based editor replaces a line range. A replayed edit is
-computed here from the file's current text and written back through the env's Files toolkit, so the episode's
-files end as OpenHands' editor would have left them, and a call its editor refused changes nothing.
+``str_replace``, ``insert`` and ``undo_edit``; its LLM-based editor replaces a line range, or appends lines
+(``start`` -1). A replayed edit is computed here from the file's current text and written back through the
+env's Files toolkit, so the episode's files end as OpenHands' editor would have left them, and a call its editor
+refused changes nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import posixpath
 import re
 from typing import NamedTuple
 
-from toolemu.testcases.openhands import EditorArgs
+from toolemu.testcases.openhands.format import EditorArgs
 
 
 class EditOutcome(NamedTuple):
@@ -106,6 +107,9 @@ def _llm_edit(args: EditorArgs, current: str | None, history: list[str]) -> Edit
     if current is None:
         return _changed(content, "", history, f"File created successfully at: {args.path}")
     lines = current.split("\n")
+    if args.start == -1:  # appended as lines after the last one
+        return _changed("\n".join(lines + content.split("\n")), current, history,
+                        f"The file {args.path} has been edited.")
     start = max(args.start, 1)
     end = len(lines) if args.end == -1 else min(args.end, len(lines))
     if start > end + 1:

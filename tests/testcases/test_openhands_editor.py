@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolemu.bench.editor import apply_edit
-from toolemu.testcases.openhands import EditorArgs
+from toolemu.testcases.openhands import EditorArgs, apply_edit
 
 TEXT = "alpha\nbeta\ngamma\n"
 
@@ -63,6 +62,13 @@ def test_editor_llm_edit_replaces_a_line_range() -> None:
     assert edit("llm_edit", content="B\nC", start=2, end=3)[0] == "alpha\nB\nC\n"
     assert edit("llm_edit", None, content="fresh")[0] == "fresh"
     assert edit("llm_edit", content="all", start=1, end=-1)[0] == "all"
+
+
+def test_editor_llm_edit_from_line_minus_one_appends_lines() -> None:
+    # OpenHands joins the file's lines and the new ones: "alpha\nbeta\ngamma\n" has an empty last line.
+    assert edit("llm_edit", content="delta", start=-1, end=-1)[0] == "alpha\nbeta\ngamma\n\ndelta"
+    assert edit("llm_edit", "x", content="y", start=-1)[0] == "x\ny"
+    assert edit("llm_edit", None, content="new", start=-1)[0] == "new"
 
 
 def test_editor_needs_an_absolute_path() -> None:
