@@ -34,8 +34,9 @@ $(VENV)/.installed: pyproject.toml toolemu/llm/llama_build.py | system-packages
 	$(PIP) install -q -e '.[local,transformers,training,dev,ray,report]'
 	touch $@
 
-# The OAS sandbox profile's Python libraries (pinned wheels, ~15 s and ~150 MB the first time) go into a cache
-# folder, not into any site-packages; `python -m toolemu.toolkits.sandbox.oas_image path` prints where.
+# The OAS sandbox profile's Python libraries, offline wheelhouse and apt seeds (pinned wheels, ~35 s and ~225 MB
+# the first time) go into a cache folder, not into any site-packages; `python -m toolemu.toolkits.sandbox.oas_image
+# path` prints where.
 oas-python: $(VENV)/.installed
 	$(PY) -m toolemu.toolkits.sandbox.oas_image build
 

@@ -23,6 +23,38 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   exit 1
 fi
 
+# The OAS sandbox profile's offline apt-get (toolemu.toolkits.sandbox.oas_apt) hands out programs installed here:
+#   php-cli openssh-server cron zbar-tools libzbar0   (with --no-install-recommends; services are not started)
+# Those are installed as root too; elsewhere a warning names the command and set-up goes on (the sandbox's apt-get
+# then says they were not set up).
+mode="${TOOLEMU_SYSTEM_PACKAGES:-install}"
+oas_missing=()
+for pkg in php-cli openssh-server cron zbar-tools libzbar0; do
+  [[ "$(dpkg-query -W -f '${db:Status-Status}' "$pkg" 2>/dev/null)" == installed ]] || oas_missing+=("$pkg")
+done
+if ((${#oas_missing[@]})); then
+  if [[ "$mode" != check && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "toolemu: installing the OAS profile's programs: ${oas_missing[*]}" >&2
+    # No service may start on this host (sshd, cron): policy-rc.d refuses every start while they install.
+    made_policy=""
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+      printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${oas_missing[@]}" || status=$?
+    [[ -n "$made_policy" ]] && rm -f /usr/sbin/policy-rc.d
+    if [[ -d /run/systemd/system ]]; then  # nor at the next boot (only the services installed just now)
+      for pkg in "${oas_missing[@]}"; do
+        case "$pkg" in openssh-server) unit=ssh ;; cron) unit=cron ;; *) continue ;; esac
+        systemctl disable "$unit.service" >/dev/null 2>&1 || true
+      done
+    fi
+    ((${status:-0} == 0)) || exit "$status"
+  else
+    echo "toolemu: the OAS profile's apt-get will lack ${oas_missing[*]}; to add them run:" \
+         "sudo apt-get install --no-install-recommends ${oas_missing[*]}" >&2
+  fi
+fi
 declare -A package=(
   [bwrap]=bubblewrap [setpriv]=util-linux [nsenter]=util-linux [objdump]=binutils [faketime]=faketime [cc]=gcc [c++]=g++
   [chromium]=chromium [chromedriver]=chromium-driver
@@ -47,7 +79,7 @@ missing_packages() {
 mapfile -t missing < <(missing_packages | sort -u)
 ((${#missing[@]})) || exit 0
 command_line="apt-get install -y ${missing[*]}"
-if [[ "${TOOLEMU_SYSTEM_PACKAGES:-install}" != check && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+if [[ "$mode" != check && $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
   echo "toolemu: installing system packages: ${missing[*]}" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"

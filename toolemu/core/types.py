@@ -121,9 +121,10 @@ class ToolkitSpec(Frozen):
         return None
 
 
-WRITABLE_DIRS: tuple[str, ...] = ("workspace", "home", "tmp", "etc", "var", "root")
+WRITABLE_DIRS: tuple[str, ...] = ("workspace", "outputs", "home", "tmp", "etc", "var", "root")
 """Top-level folders of a sandbox's episode root, the only places a seed file may go; each that exists is
-mounted at ``/<name>`` inside the sandbox (``root``, the home of uid 0, only under the ``oas`` profile)."""
+mounted at ``/<name>`` inside the sandbox (``outputs``, the shell's first working directory, and ``root``, the
+home of uid 0, only under the ``oas`` profile)."""
 
 
 def seed_path_problem(path: str) -> str | None:
@@ -133,7 +134,7 @@ def seed_path_problem(path: str) -> str | None:
         >>> seed_path_problem("/workspace/notes.txt") is None
         True
         >>> seed_path_problem("/usr/bin/ls")
-        "path '/usr/bin/ls' is not under /workspace, /home, /tmp, /etc, /var, /root"
+        "path '/usr/bin/ls' is not under /workspace, /outputs, /home, /tmp, /etc, /var, /root"
     """
     norm = posixpath.normpath(path)
     top = norm.lstrip("/").split("/", 1)[0]

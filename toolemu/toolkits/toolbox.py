@@ -100,7 +100,7 @@ class ToolBox:
     def reset(self, setup: EpisodeSetup) -> None:
         """Starts a fresh episode: a fresh sandbox root (if any) and fresh toolkit state."""
         if self.sandbox is not None:
-            self.sandbox.reset(setup.environment)
+            self.sandbox.reset(setup.environment, instruction=setup.emulation.instruction)
         for kit in self.toolkits:
             kit.reset(setup)
 

@@ -67,3 +67,34 @@ def descendants(pid: int) -> list[int]:
         found += kids
         frontier += kids
     return found
+
+
+def inner_pid(pid: int) -> int | None:
+    """Returns the pid that host process ``pid`` has in its own (innermost) pid namespace, or ``None``."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+_PF_EXITING = 0x4
+
+
+def is_dying(pid: int) -> bool:
+    """Whether process ``pid`` is gone, a zombie, or has a SIGKILL pending (a ``kill -9`` that just returned)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+    except OSError:
+        return True
+    if fields.get(b"State", b"").strip()[:1] in (b"Z", b"X"):
+        return True
+    kill_bit = 1 << (signal.SIGKILL - 1)
+    if any(int(fields.get(name, b"0").strip() or b"0", 16) & kill_bit for name in (b"SigPnd", b"ShdPnd")):
+        return True
+    stat = _stat_fields(pid)  # between taking the signal and becoming a zombie: PF_EXITING in its flags
+    return stat is None or bool(int(stat[6]) & _PF_EXITING)

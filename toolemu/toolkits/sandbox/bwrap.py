@@ -5,11 +5,13 @@ Used by the sandbox's sessions and by the capture-time checks; scoring (``reward
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
 from toolemu.core.types import DEFAULT_USER, RESERVED_USERS, USER_NAME_PATTERN, SandboxProfile
@@ -71,6 +73,40 @@ def _nsenter(netns_fd: int) -> list[str]:
     return [nsenter, f"--net=/proc/self/fd/{netns_fd}", "--"]
 
 
+class JoinedNamespaces(NamedTuple):
+    """Open fds of the user and pid namespaces of a running sandbox (``Session.namespace_fd``) to run in."""
+
+    user_fd: int
+    """The user namespace owning the pid namespace: ``/proc/<init>/ns/user``, or its parent (``nested_fd``)."""
+    pid_fd: int
+    """``/proc/<init>/ns/pid``."""
+    nested_fd: int | None = None
+    """``/proc/<init>/ns/user`` when bwrap nested it in ``user_fd`` (a sandbox whose uid is not 0)."""
+
+
+_NS_GET_PARENT = 0xB702  # ioctl_ns(2): _IO(0xb7, 0x2)
+
+
+def owning_user_namespace(user_fd: int) -> int | None:
+    """For a sandbox's user namespace, opens the one bwrap nested it in, which owns the sandbox's pid namespace.
+
+    bwrap sets a non-root sandbox up as uid 0 of one user namespace, then moves it into a nested one (its uid,
+    1000); the pid namespace belongs to the first. Returns a new fd the caller closes, or ``None`` when
+    ``user_fd``'s parent is this process's own user namespace (no nesting: join ``user_fd`` itself).
+
+    Raises:
+        SandboxError: When the kernel does not tell the parent (``NS_GET_PARENT``, Linux 4.9).
+    """
+    try:
+        parent = fcntl.ioctl(user_fd, _NS_GET_PARENT)
+    except OSError as e:
+        raise SandboxError(f"cannot find the parent of a sandbox's user namespace (NS_GET_PARENT): {e}") from e
+    if os.fstat(parent).st_ino == os.stat("/proc/self/ns/user").st_ino:
+        os.close(parent)
+        return None
+    return parent
+
+
 def home_of(user: str) -> str:
     """Returns the home folder of sandbox account ``user`` (``/home/<user>``).
 
@@ -117,6 +153,7 @@ def bwrap_argv(
     etc: Path | None = None,
     tmpfs_mb: int = DEFAULT_TMPFS_MB,
     user: str = DEFAULT_USER,
+    join: JoinedNamespaces | None = None,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
@@ -149,6 +186,9 @@ def bwrap_argv(
         tmpfs_mb: Size of ``/run`` and of ``/dev/shm``, in MiB (writes past it fail with ``ENOSPC``).
         user: The sandbox account's name (``EnvironmentSpec.user``): ``$USER``, ``$LOGNAME`` and ``$HOME``
             (``/home/<user>``); ignored under the ``oas`` profile (root, ``/root``).
+        join: Another sandbox's user and pid namespaces to run in (pass both fds in ``pass_fds``) instead of new
+            ones: its processes see this one in ``ps`` and may signal it, as in one container. Mounts, network,
+            ipc and hostname stay this sandbox's own; the command is then not a namespace init.
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -176,12 +216,22 @@ def bwrap_argv(
         if setpriv is None:
             raise SandboxError("`setpriv` not found; install the Debian package `util-linux` to drop root.")
         argv += [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-    argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
-    if netns_fd is not None:
-        argv += ["--share-net"]
+    if join is None:
+        argv += [str(exe), "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+        if netns_fd is not None:
+            argv += ["--share-net"]
+    else:
+        argv += [str(exe), "--userns", str(join.user_fd), "--pidns", str(join.pid_fd), "--unshare-ipc",
+                 "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
+        if join.nested_fd is not None:
+            # Set up as uid 0 of the outer namespace, then moved into the sandbox's own (its uid there). No
+            # capability is left (no_new_privs; effective and permitted sets empty).
+            argv += ["--userns2", str(join.nested_fd)]
+        if netns_fd is None:
+            argv += ["--unshare-net"]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
-    inner_uid = 0 if profile == "oas" else SANDBOX_UID
+    inner_uid = 0 if profile == "oas" or (join is not None and join.nested_fd is not None) else SANDBOX_UID
     argv += [
         "--uid",
         str(inner_uid),
@@ -223,14 +273,17 @@ def bwrap_argv(
         "LANG": "C.UTF-8",
     }
     if oas_dir is not None:
-        argv += ["--ro-bind", str(oas_dir / "site"), oas_image.SITE_MOUNT]
-        argv += ["--ro-bind", str(oas_dir / "bin"), oas_image.BIN_MOUNT]
+        argv += ["--ro-bind", str(oas_dir), oas_image.MOUNT]
+        # The agent's own commands (what its pip installed) come after ours; a check never runs them.
+        user_bin = f"{oas_image.USER_BIN}:" if writable else ""
         variables |= {
-            "PATH": f"{oas_image.BIN_MOUNT}:{DEFAULT_PATH}",
+            "PATH": f"{oas_image.BIN_MOUNT}:{user_bin}{DEFAULT_PATH}",
             "PYTHONPATH": oas_image.SITE_MOUNT,
             "HOME": oas_image.ROOT_HOME,
             "USER": "root",
             "LOGNAME": "root",
+            # litellm would fetch its model price list at import; the sandbox has no network.
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         }
     variables.update(env or {})
     argv += ["--clearenv"]

@@ -49,6 +49,7 @@ from toolemu.toolkits.sandbox.grader_copy import (
     copy_world,
     grader_etc,
 )
+from toolemu.toolkits.sandbox.oas_wheelhouse import installed_wheels
 from toolemu.toolkits.sandbox.quota import check_quota
 
 logger = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ def run_check(
             if job.runner == "oas":
                 script = _stage_compat(runner_dir)
                 request |= {"trajectory": trajectory, "chat": [dict(m) for m in chat],
-                            "path": [RUNNER_MOUNT, UTILS_MOUNT, oas_image.SITE_MOUNT]}
+                            "path": [RUNNER_MOUNT, UTILS_MOUNT, oas_image.SITE_MOUNT, *_agent_wheels(root)]}
             else:
                 script = _stage_native_runner(runner_dir)
                 request |= {"job": "native", "state": state.model_dump(mode="json") if state else None}
@@ -238,6 +239,13 @@ def run_check(
             merged = tuple(dict.fromkeys((*result.tampering, incomplete)))[:MAX_TAMPERING]
             result = result.model_copy(update={"tampering": merged})
         return result
+
+
+def _agent_wheels(root: Path) -> list[JsonValue]:
+    """The wheelhouse folders of what the agent pip-installed (OAS's evaluators saw those packages): our
+    pristine read-only copies, picked by the names in the episode's user site, never the agent's files."""
+    wheels = oas_image.built_env_dir() / "wheels"
+    return [f"{oas_image.WHEELS_MOUNT}/{name}" for name in installed_wheels(root, wheels)]
 
 
 def _scratch_etc(root: Path, staging: Path) -> Path:

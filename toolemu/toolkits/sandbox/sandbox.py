@@ -28,21 +28,25 @@ from pydantic import JsonValue
 from toolemu.core.errors import SandboxError
 from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
 from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SandboxProfile
-from toolemu.toolkits.sandbox.bwrap import bwrap_argv, find_bwrap
+from toolemu.toolkits.sandbox import oas_image
+from toolemu.toolkits.sandbox.bwrap import JoinedNamespaces, bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.clock import SandboxClock
 from toolemu.toolkits.sandbox.config import SandboxConfig
-from toolemu.toolkits.sandbox.drivers import driver_source
+from toolemu.toolkits.sandbox.drivers import driver_source, write_drivers
 from toolemu.toolkits.sandbox.freeze import freeze_namespaces, thaw_namespaces
 from toolemu.toolkits.sandbox.grader_copy import GraderWorld, copy_world
+from toolemu.toolkits.sandbox.kernel import KERNEL_DRIVERS, KERNEL_MOUNT, RESTARTED, kernel_argv, shell_namespaces
 from toolemu.toolkits.sandbox.placeholder import EpisodeNetwork, episode_network
 from toolemu.toolkits.sandbox.quota import Cgroup, mount_private_tmpfs, tree_usage, unmount
-from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host
-from toolemu.toolkits.sandbox.session import Encoder, Reaper, Session, SessionOutput, marker_for
+from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host, write_instruction
+from toolemu.toolkits.sandbox.session import Encoder, Namespaces, Reaper, Session, SessionOutput, marker_for
 from toolemu.toolkits.sandbox.snapshot import Snapshot, snapshot_root
 
 logger = logging.getLogger(__name__)
 
 _HOST_UID_BASE = 1_500_000_000
+INSTRUCTION_MOUNT = "/instruction"
+"""Where the case's instruction appears as ``task.md`` under the ``oas`` profile (read-only), as in OAS."""
 
 
 class CommandOutcome(NamedTuple):
@@ -110,6 +114,8 @@ class Sandbox:
         self._commands: list[CommandRecord] = []
         self._shell: Session | None = None
         self._python: Session | None = None
+        self._instruction: Path | None = None
+        self._kernel: Path | None = None
         self._closed = False
         self._clock: SandboxClock | None = None
         self._network: EpisodeNetwork | None = None
@@ -166,8 +172,13 @@ class Sandbox:
         """Snapshot of the episode root right after ``reset``."""
         return self._initial
 
-    def reset(self, environment: EnvironmentSpec | None = None) -> None:
+    def reset(self, environment: EnvironmentSpec | None = None, *, instruction: str | None = None) -> None:
         """Starts a fresh episode: kills all sessions, copies the (cached) seed tree, starts the shell.
+
+        Args:
+            environment: The episode's seed files, variables and profile.
+            instruction: The case's instruction: under the ``oas`` profile it is ``/instruction/task.md``
+                (read-only), as OAS's runtime had it; ``None`` leaves ``/instruction`` out.
 
         Raises:
             SandboxError: When the sandbox is closed or its root cannot be created.
@@ -205,6 +216,9 @@ class Sandbox:
         self._user = environment.user
         self._initial = initial
         self._commands = []
+        self._instruction = None
+        if instruction is not None and self._profile == "oas" and not self.config.allow_unsandboxed:
+            self._instruction = write_instruction(self._base, instruction, self._host_uid)
         self._start_clock(root)
         self._start_network()
         network = self._network.fd if self._network is not None else None
@@ -237,15 +251,25 @@ class Sandbox:
             return self._refused(code, tool)
         if self._shell is None:
             raise SandboxError("the sandbox has no episode yet; call Sandbox.reset(environment) first")
+        restarted = self._python is not None and self._python.exited
         if self._python is None:
-            argv = [self.config.python, "-I", "-u", "-c", driver_source("python_repl")]
             # The interpreter shares the shell's network, as one container would: a server the agent started in
             # the shell answers its cells on loopback (joining needs root; elsewhere it has its own network).
+            # It also runs in the shell's user and pid namespaces, as OpenHands' Jupyter kernel did: `ps` in the
+            # shell lists it and `kill` ends it (the next cell then starts a fresh one).
             network = self.network_fd if os.geteuid() == 0 else None
-            self._python = self._session("python", argv, _encode_python, interrupt=signal.SIGINT,
-                                         network=network)
+            join = None if self.config.allow_unsandboxed else lambda: shell_namespaces(self._shell)
+            self._python = self._session("python", [], _encode_python, interrupt=signal.SIGINT,
+                                         network=network, join=join, program_of=self._python_argv)
             self._python.start()
-        return self._run(self._python, code, tool)
+        return self._run(self._python, code, tool, note=RESTARTED if restarted else "")
+
+    def _python_argv(self) -> list[str]:
+        if self._kernel is None:
+            self._kernel = write_drivers(self._base / "kernel", KERNEL_DRIVERS)
+        if self.config.allow_unsandboxed:
+            return kernel_argv(self.config.python, str(self._kernel), None)
+        return kernel_argv(self.config.python, KERNEL_MOUNT, self._shell)
 
     def file_op(self, request: dict[str, JsonValue]) -> dict[str, JsonValue]:
         """Runs one file operation inside the sandbox as a fresh process (see ``drivers/file_ops.py``).
@@ -429,12 +453,12 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _run(self, session: Session, text: str, tool: str) -> CommandOutcome:
+    def _run(self, session: Session, text: str, tool: str, *, note: str = "") -> CommandOutcome:
         cfg = self.config
         got: SessionOutput = session.run(
             text, timeout_s=cfg.command_timeout_s, max_output_chars=cfg.max_output_chars
         )
-        output = got.output
+        output = note + got.output
         self._sweep_clock()
         if self._check_disk():
             output += f"\n{self._disk_full}"
@@ -453,7 +477,8 @@ class Sandbox:
 
     def _session(
         self, name: str, program: list[str], encode: Encoder, *, interrupt: int | None = None,
-        network: Callable[[], int | None] | None = None,
+        network: Callable[[], int | None] | None = None, join: Callable[[], Namespaces] | None = None,
+        program_of: Callable[[], list[str]] | None = None,
     ) -> Session:
         if self.config.allow_unsandboxed:
             env = {
@@ -466,7 +491,8 @@ class Sandbox:
         else:
             env, cwd = None, None
         return Session(
-            lambda info_fd, netns_fd: self._argv(program, info_fd=info_fd, netns_fd=netns_fd),
+            lambda info_fd, spaces: self._argv(program_of() if program_of is not None else program,
+                                               info_fd=info_fd, spaces=spaces),
             encode,
             name=name,
             start_timeout_s=self.config.start_timeout_s,
@@ -475,9 +501,10 @@ class Sandbox:
             cwd=cwd,
             env=env,
             network=network,
+            join=join,
         )
 
-    def _argv(self, program: list[str], *, info_fd: int | None = None, netns_fd: int | None = None) -> list[str]:
+    def _argv(self, program: list[str], *, info_fd: int | None = None, spaces: Namespaces | None = None) -> list[str]:
         """Wraps ``program`` in the limits and (unless disabled) bwrap."""
         cfg = self.config
         limits = (
@@ -487,18 +514,29 @@ class Sandbox:
         wrapped = ["/bin/bash", "-c", limits, "toolemu-limits", *program]
         if cfg.allow_unsandboxed:
             return wrapped
+        spaces = spaces or Namespaces()
+        join = None
+        if spaces.user is not None and spaces.pid is not None:
+            join = JoinedNamespaces(spaces.user, spaces.pid, spaces.nested_user)
         clock = self._clock
+        binds: list[tuple[Path, str]] = list(clock.binds()) if clock is not None else []
+        if self._kernel is not None:
+            binds.append((self._kernel, KERNEL_MOUNT))
+        if self._instruction is not None:
+            binds.append((self._instruction, INSTRUCTION_MOUNT))
         prefix = bwrap_argv(
             self.root,
             env=self._env | (clock.env() if clock is not None else {}),
-            extra_ro_binds=clock.binds() if clock is not None else (),
+            extra_ro_binds=binds,
+            cwd=oas_image.OUTPUTS if self._profile == "oas" else "/workspace",
             bwrap=cfg.bwrap_path,
             host_uid=self._host_uid,
             info_fd=info_fd,
             profile=self._profile,
-            netns_fd=netns_fd,
+            netns_fd=spaces.net,
             tmpfs_mb=cfg.tmpfs_mb,
             user=self._user,
+            join=join,
         )
         return self._cgroup.wrap(prefix + wrapped) if self._cgroup is not None else prefix + wrapped
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import shutil
@@ -70,6 +71,10 @@ _SKELETON_DIRS = (
 )
 
 
+OAS_ONLY_DIRS = ("outputs", "root")
+"""``WRITABLE_DIRS`` that exist only under the ``oas`` profile (OpenHands' ``/outputs`` and root's home)."""
+
+
 def sandbox_to_host(root: Path, path: str) -> Path:
     """Maps an absolute sandbox path under one of ``WRITABLE_DIRS`` to its host path under ``root``.
 
@@ -90,7 +95,7 @@ def build_template(template: Path, environment: EnvironmentSpec, uid: int | None
         CaseError: When a seed file's path is outside the writable folders, or its source is missing.
     """
     for name in WRITABLE_DIRS:
-        if name != "root" or environment.sandbox_profile == "oas":
+        if name not in OAS_ONLY_DIRS or environment.sandbox_profile == "oas":
             (template / name).mkdir(parents=True, exist_ok=True)
     home = home_of(environment.user).lstrip("/")
     for rel in (*_SKELETON_DIRS, home):
@@ -161,6 +166,20 @@ def _place(template: Path, seed: SeedFile, base_dir: str | None) -> None:
         safefs.write_file_beneath(template, rel, data, mode=seed.mode, replace_links=True)
     except CaseError as e:
         raise CaseError(f"environment.files {seed.path!r}: {e}") from None
+
+
+def write_instruction(base: Path, text: str, uid: int | None) -> Path:
+    """Writes ``text`` as ``task.md`` in a folder of its own under ``base`` (one per text, kept) for a sandbox
+    to bind read-only at ``/instruction``, owned by ``uid`` (the sandbox's root) when given; returns the folder."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    folder = base / f"instruction-{key}"
+    if not (folder / "task.md").is_file():
+        folder.mkdir(mode=0o755, exist_ok=True)
+        (folder / "task.md").write_bytes(text.encode("utf-8", "surrogateescape") + b"\n")
+        (folder / "task.md").chmod(0o444)
+        if uid is not None:
+            safefs.chown_tree(folder, uid, uid)
+    return folder
 
 
 def copy_root(src: Path, dst: Path) -> None:

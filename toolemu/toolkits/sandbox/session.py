@@ -18,14 +18,32 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
-from toolemu.toolkits.sandbox._procfs import children, descendants, kill_group, last_pid, send_signal
+from toolemu.toolkits.sandbox._procfs import children, descendants, is_dying, kill_group, last_pid, send_signal
 
 logger = logging.getLogger(__name__)
 
 Encoder = Callable[[str, str], bytes]
 """Turns (request text, nonce) into the bytes written to the session's stdin."""
 
-ArgvBuilder = Callable[[int | None, int | None], list[str]]
+
+class Namespaces(NamedTuple):
+    """Open fds of namespaces a session joins at start (closed once it is spawned); ``None``: a new one."""
+
+    net: int | None = None
+    """A network namespace."""
+    user: int | None = None
+    """A user namespace (with ``pid``: the session runs inside another session's sandbox)."""
+    pid: int | None = None
+    """A pid namespace."""
+    nested_user: int | None = None
+    """A user namespace inside ``user`` that the session ends up in (bwrap nests one for a non-root sandbox)."""
+
+    def fds(self) -> tuple[int, ...]:
+        """The open fds."""
+        return tuple(fd for fd in self if fd is not None)
+
+
+ArgvBuilder = Callable[[int | None, Namespaces], list[str]]
 """Builds the command line; given a file descriptor, a bwrap command line reports its child pid on it."""
 
 _GRACE_S = 5.0
@@ -115,6 +133,10 @@ class Session:
         env: Host environment (unsandboxed mode only).
         network: Opens a network namespace fd for the session to join at each start (``None`` from it, or no
             ``network``: a new, empty network); the fd is closed once the process is spawned.
+        join: Opens the namespaces of another session to start in at each start (``Namespaces`` with ``user``
+            and ``pid``, and ``net`` unless ``network`` gives one); its fds are closed once the process is
+            spawned. The program is then what bwrap reports (no init of its own): killing it leaves that
+            session running, and what it started is killed with it.
     """
 
     def __init__(
@@ -129,9 +151,12 @@ class Session:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         network: Callable[[], int | None] | None = None,
+        join: Callable[[], Namespaces] | None = None,
     ) -> None:
         self._argv = argv
         self._network = network
+        self._join = join
+        self._joined = False
         self._sandboxed = sandboxed
         self._encode = encode
         self.name = name
@@ -149,17 +174,38 @@ class Session:
 
     @property
     def alive(self) -> bool:
-        """Whether the session process is running."""
-        return self._proc is not None and self._proc.poll() is None
+        """Whether the session process is running (and the process bwrap reported, once known, too)."""
+        if self._proc is None or self._proc.poll() is not None:
+            return False
+        # bwrap may not have noticed yet that its child was killed (a `kill -9` the agent's shell just ran).
+        return self._init_pid is None or not is_dying(self._init_pid)
+
+    @property
+    def exited(self) -> bool:
+        """Whether the process ended on its own or was killed from outside, not by this session (between
+        requests: the next request starts a fresh one)."""
+        return self._proc is not None and not self.alive
 
     def start(self) -> None:
-        """Spawns the process and queues its readiness probe without waiting for it."""
+        """Spawns the process and queues its readiness probe without waiting for it.
+
+        Raises:
+            SandboxError: When the process cannot be spawned, or ``join`` cannot open the other session's
+                namespaces.
+        """
         info_r, info_w = os.pipe() if self._sandboxed else (None, None)
-        netns = self._network() if self._network is not None and self._sandboxed else None
         try:
-            argv = self._argv(info_w, netns)
+            spaces = self._namespaces()
         except BaseException:
-            for fd in (info_r, info_w, netns):
+            for fd in (info_r, info_w):
+                if fd is not None:
+                    os.close(fd)
+            raise
+        passed = tuple(fd for fd in (info_w, *spaces.fds()) if fd is not None)
+        try:
+            argv = self._argv(info_w, spaces)
+        except BaseException:
+            for fd in (info_r, *passed):
                 if fd is not None:
                     os.close(fd)
             raise
@@ -173,16 +219,16 @@ class Session:
                 cwd=self._cwd,
                 env=self._env,
                 start_new_session=True,
-                pass_fds=tuple(fd for fd in (info_w, netns) if fd is not None),
+                pass_fds=passed,
             )
         except OSError as e:
             if info_r is not None:
                 os.close(info_r)
             raise SandboxError(f"could not start the sandbox {self.name} session ({argv[0]}): {e}") from e
         finally:
-            for fd in (info_w, netns):
-                if fd is not None:
-                    os.close(fd)
+            for fd in passed:
+                os.close(fd)
+        self._joined = spaces.pid is not None
         self._info_r = info_r
         self._init_pid = self._init_pidfd = None
         self._pending = b""
@@ -190,17 +236,44 @@ class Session:
         self._ready_nonce = secrets.token_hex(8)
         self._write(self._encode("", self._ready_nonce))
 
+    def _namespaces(self) -> Namespaces:
+        """Opens the namespaces to join; on failure closes what was opened."""
+        if not self._sandboxed:
+            return Namespaces()
+        joined = self._join() if self._join is not None else Namespaces()
+        try:
+            net = self._network() if self._network is not None else None
+        except BaseException:
+            for fd in joined.fds():
+                os.close(fd)
+            raise
+        if net is not None and joined.net is not None:
+            os.close(joined.net)
+        return joined._replace(net=net) if net is not None else joined
+
+    def revive(self) -> None:
+        """Starts the session again if its process is gone (the next request would do so anyway)."""
+        if not self.alive:
+            self.close()
+            self.start()
+
+    def wait_ready(self) -> None:
+        """Waits until the process has answered its readiness probe (its sandbox is then fully set up).
+
+        Raises:
+            SandboxError: When it dies or does not answer within the start timeout.
+        """
+        if self._ready_nonce is not None:
+            self._await_ready()
+
     def run(self, text: str, *, timeout_s: float, max_output_chars: int) -> SessionOutput:
         """Runs one request and waits for its marker, the timeout, or the end of the session.
 
         Raises:
             SandboxError: When the session cannot be started or dies before answering its readiness probe.
         """
-        if not self.alive:
-            self.close()
-            self.start()
-        if self._ready_nonce is not None:
-            self._await_ready()
+        self.revive()
+        self.wait_ready()
         nonce = secrets.token_hex(8)
         capture = _Capture(max_output_chars, marker_for(nonce).encode())
         pid_mark = last_pid()
@@ -235,6 +308,11 @@ class Session:
             return Reaper(None, None)
         self._read_info(timeout_s=0.5 if proc.poll() is None else 0)
         pidfd, self._init_pidfd = self._init_pidfd, None
+        if pidfd is not None and self._joined and self._init_pid is not None and not is_dying(self._init_pid):
+            # No init of its own: what the program started would outlive it in the other session's namespace.
+            # (A program killed from inside is not ours to clean up after: its children live on, re-parented.)
+            for pid in descendants(self._init_pid):
+                send_signal(pid, signal.SIGKILL)
         if pidfd is not None:
             # Killing the namespace's init kills every process inside; its parent (bwrap) then reaps it and
             # exits, so no zombie is left to the host's init.
@@ -250,7 +328,8 @@ class Session:
         return Reaper(proc, pidfd)
 
     def namespace_init(self) -> int | None:
-        """Host pid of the session's pid-namespace init (every process the session started lives below it).
+        """Host pid of the session's pid-namespace init (every process the session started lives below it);
+        for a session that joined another's namespaces, its program (which lives in that namespace).
 
         ``None`` when the session is not running or runs unsandboxed (it then has no namespace of its own).
         """
@@ -379,11 +458,21 @@ class Session:
                 send_signal(pid, signal.SIGKILL)
             time.sleep(0.02)
 
+    def main_pid(self) -> int | None:
+        """Host pid of the program the session runs (``bash``, ``python3``), or ``None`` when it is not known."""
+        if self._proc is None or self._proc.poll() is not None:
+            return None
+        if self._sandboxed and self._init_pid is None:
+            self._read_info(timeout_s=self._start_timeout_s)
+        return self._find_main_pid()
+
     def _find_main_pid(self) -> int | None:
         """Returns the host pid of the program the session runs (the child of the sandbox's init)."""
         if self._main_pid is None and self._proc is not None:
             if not self._sandboxed:
                 self._main_pid = self._proc.pid
+            elif self._joined:
+                self._main_pid = self._init_pid
             elif self._init_pid is not None:
                 kids = children(self._init_pid)
                 self._main_pid = kids[0] if kids else None
