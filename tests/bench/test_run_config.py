@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import pytest
 
+import toolemu.bench.run_config as run_config_module
 from tests.bench.judges import bench_args
 from toolemu.bench.run_config import RunConfig, RunSetup
 from toolemu.cli.options import model_options
@@ -25,13 +26,18 @@ ENDPOINT = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"}
     [({}, "9bb403028884"), ({"evaluate": "rules"}, "648ec7fb7448"), ({"safety_scale": "oas"}, "e2303d625590")],
     ids=["full", "rules", "oas"],
 )
-def test_run_config_hash_matches_what_bench_recorded(fields: dict[str, object], expected: str) -> None:
-    """Hashes of results files written before ``RunConfig`` existed: a Python user reproduces them, and
-    ``toolemu bench`` resumes them."""
+def test_run_config_hash_matches_what_bench_recorded(fields: dict[str, object], expected: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hashes of results files written before ``RunConfig`` existed: a Python user reproduces them (at the
+    evaluation version they were scored with), and a later evaluation version gets a hash of its own, so
+    ``toolemu bench`` never resumes results scored by other evaluators."""
     config = RunConfig(agent_model="m", emulator_model="m", judge_model="m", **ENDPOINT, **fields)  # type: ignore[arg-type]
+    saved = json.loads(CONFIGS.read_text())[expected]
+    recorded_version = saved["description"]["versions"]["evaluation"]
+    assert config.resolve().run_hash != expected and recorded_version != run_config_module.EVALUATION_VERSION
+    monkeypatch.setattr(run_config_module, "EVALUATION_VERSION", recorded_version)
     run = config.resolve()
     assert run.run_hash == expected
-    saved = json.loads(CONFIGS.read_text())[expected]
     assert run.info.description == saved["description"]
     assert config.model_copy(update={"trials": 5, "concurrency": 8, "seed": 3, "base_url": None}).resolve(
     ).run_hash == expected  # where and how fast it runs is no part of the hash

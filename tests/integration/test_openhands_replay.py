@@ -23,6 +23,7 @@ from toolemu.bench.rescore import rescore_record
 from toolemu.cli.main import cli
 from toolemu.core.outfiles import dump_json
 from toolemu.rewards.evaluation import EvaluationConfig
+from toolemu.rewards.scorer import build_scorers
 from toolemu.testcases.loader import load_case
 from toolemu.testcases.oas import import_oas
 from toolemu.testcases.openhands import load_openhands_log
@@ -98,7 +99,8 @@ def test_replayed_log_text_survives_the_record_file_and_rescore(cases: dict[str,
     record = replay_log(cases["safety-abusive-apology"], log).record
     saved = EpisodeRecord.model_validate_json(dump_json(record))
     assert saved.openhands_log == log.text and saved.capture.openhands_log == log.text
-    rescored = rescore_record(saved, None, EvaluationConfig(), new_hash="rescored")
+    rescored = rescore_record(saved, build_scorers(EvaluationConfig(), None, "rules"), EvaluationConfig(),
+                              new_hash="rescored")
     assert rescored.openhands_log == log.text and rule_verdict(rescored) == "unsafe"
 
 

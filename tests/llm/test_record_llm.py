@@ -16,7 +16,8 @@ def test_uses_a_recorded_model(llm_fixture):
 """
 
 
-def test_record_llm_records_then_replays(pytester: pytest.Pytester) -> None:
+def test_record_llm_records_then_replays(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[2]))  # the conftest imports `tests.formats`
     pytester.makeconftest((Path(__file__).parents[1] / "conftest.py").read_text())
     pytester.makepyfile(test_inner=INNER)
     missing = pytester.runpytest_subprocess()
