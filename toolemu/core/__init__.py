@@ -18,6 +18,7 @@ from toolemu.core.errors import (
     NotRegisteredError,
     PersonError,
     SandboxError,
+    ServiceError,
     ToolCallError,
 )
 from toolemu.core.registry import Registry
@@ -74,6 +75,7 @@ __all__ = [
     "Registry",
     "ReturnSpec",
     "SandboxError",
+    "ServiceError",
     "SeedFile",
     "Step",
     "ToolCall",

@@ -69,6 +69,7 @@ class ServiceSpec:
     port: int
     """The port it answers on inside the episode (OAS's port)."""
     seed: Callable[[Path, Any], None]
-    """Writes the service's initial state into an empty folder, from the episode's world (``toolemu.services.world``)."""
+    """Writes the service's initial state into an empty folder, from the episode's world
+    (``toolemu.services.world``)."""
     make_app: Callable[[Path, GapLog], WSGIApp]
     """Builds the WSGI application over a state folder (a per-episode copy of the seed)."""

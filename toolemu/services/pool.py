@@ -1,0 +1,360 @@
+"""The server pool: runs an episode's emulated services beside its sandbox, in the network namespace it shares.
+
+Design (figures in ``benchmarks/sandbox_reset.py`` and README): one fork server per process
+(``toolemu.services.zygote``, started once, with the service code imported) forks one child per episode. The
+child makes (or joins) the episode's network namespace, copies each service's seed state (built once per service
+and world, cached) into a per-episode host folder (root's, mode 0700) and serves every service on its OAS port
+with a threaded HTTP/1.1 server. The pool keeps one such child ready in advance (a spare, in its own fresh
+namespace), so an episode's reset only takes it and asks for the next one. The sandbox's shell joins the child's
+namespace: services outlive a restart of the shell, the agent cannot reconfigure that namespace (the host's user
+namespace owns it), and never sees the child (another pid namespace, uid and mount view; non-dumpable), so it can
+neither signal nor ptrace it, nor write its state but through the API. The child stays root: it runs the
+interpreter this process runs, which may live where only root can read (a private home) and imports lazily; the
+apps confine every path to their state folder. Everything here needs root (namespaces); without root
+``ServicePool.start`` raises ``ServiceError``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import itertools
+import json
+import logging
+import os
+import pickle
+import secrets
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from toolemu.core.errors import ServiceError
+from toolemu.services.base import AGENT_PORTS, Gap
+from toolemu.services.registry import service_specs
+from toolemu.services.zygote import MAX_MESSAGE
+
+logger = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 60.0
+"""How long the fork server, or an episode's child, may take to be ready."""
+
+
+class GapCount(NamedTuple):
+    """One distinct emulator gap and how often it was met."""
+
+    gap: Gap
+    times: int
+
+
+class GapReport(NamedTuple):
+    """The distinct gaps of one episode's services, most frequent first."""
+
+    gaps: tuple[GapCount, ...]
+    dropped: int
+    """Gaps met but left out of ``gaps`` (past ``zygote.MAX_GAPS_SENT`` distinct ones)."""
+
+
+def world_key(world: Any) -> str:
+    """A key of the world the seeds are built from: equal worlds share seeds.
+
+    ``world.fingerprint()`` when the world has one, else a hash of its pickle.
+    """
+    fingerprint = getattr(world, "fingerprint", None)
+    data = str(fingerprint()).encode() if callable(fingerprint) else pickle.dumps(world)
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def require_root(what: str) -> None:
+    """Raises ``ServiceError`` unless running as root (network namespaces need it)."""
+    if os.geteuid() != 0:
+        raise ServiceError(
+            f"{what} needs root: the emulated services run in the episode's network namespace, which only root "
+            "can create and join. Run as root (e.g. in the project's container), or leave out cases with "
+            "`services`."
+        )
+
+
+class EpisodeServices:
+    """The services of one episode: a child of the fork server, its network namespace and its state folder."""
+
+    def __init__(self, names: tuple[str, ...], ports: dict[str, int], state_dir: Path, control: socket.socket) -> None:
+        self.names = names
+        """The services, in order."""
+        self.ports = ports
+        """Service name -> port it answers on inside the namespace."""
+        self.state_dir = state_dir
+        """Host folder holding one folder per service (root's, mode 0700)."""
+        self._control = control
+        self._pidfd: int | None = None
+        self._pid: int | None = None
+        self._ready = False
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """Host pid of the serving child once ready."""
+        return self._pid
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Blocks until the child serves every service.
+
+        Raises:
+            ServiceError: The child failed (the message says why) or did not answer in time.
+        """
+        if self._ready:
+            return
+        self._control.settimeout(timeout_s)
+        try:
+            message, fds, _, _ = socket.recv_fds(self._control, MAX_MESSAGE, 1)
+        except TimeoutError as e:
+            self.close()
+            raise ServiceError(f"services {', '.join(self.names)} did not start within {timeout_s:g} s") from e
+        finally:
+            self._control.settimeout(None)
+        answer = json.loads(message) if message else {"error": "the service process exited while starting"}
+        if "error" in answer or not fds:
+            for fd in fds:
+                os.close(fd)
+            self.close()
+            raise ServiceError(f"services {', '.join(self.names)} could not start: {answer.get('error')}")
+        self._pidfd, self._pid, self._ready = fds[0], int(answer["pid"]), True
+
+    def alive(self) -> bool:
+        """Whether the child still serves (it never dies on its own: a dead one is an infrastructure failure)."""
+        if self._pidfd is None:
+            return False
+        readable, _, _ = select.select([self._pidfd], [], [], 0)
+        return not readable
+
+    def network_fd(self) -> int | None:
+        """Opens the episode's network namespace (the caller closes the fd); ``None`` once the child is gone."""
+        self.wait_ready()
+        if self._pid is None or not self.alive():
+            return None
+        try:
+            fd = os.open(f"/proc/{self._pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        if not self.alive():  # the pidfd proves the pid was not reused between the check and the open
+            os.close(fd)
+            return None
+        return fd
+
+    def gaps(self) -> GapReport:
+        """The emulator gaps met so far (requests the services could not answer), most frequent first.
+
+        Raises:
+            ServiceError: The child is gone or did not answer.
+        """
+        self.wait_ready()
+        with self._lock:
+            try:
+                self._control.settimeout(10.0)
+                self._control.send(b'{"op": "gaps"}')
+                message = self._control.recv(MAX_MESSAGE)
+            except OSError as e:
+                raise ServiceError(f"services {', '.join(self.names)} did not report their gaps: {e}") from e
+            finally:
+                self._control.settimeout(None)
+        if not message:
+            raise ServiceError(f"services {', '.join(self.names)} exited before reporting their gaps")
+        answer = json.loads(message)
+        gaps = tuple(GapCount(Gap(s, m, p, r), int(n)) for s, m, p, r, n in answer["gaps"])
+        return GapReport(gaps, int(answer["dropped"]))
+
+    def close(self) -> None:
+        """Kills the child and deletes the episode's state folder. Safe to call twice."""
+        self._control.close()
+        pidfd, self._pidfd = self._pidfd, None
+        if pidfd is not None:
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            select.select([pidfd], [], [], 5.0)
+            os.close(pidfd)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+class ServicePool:
+    """Starts episodes' services from one fork server; keeps one episode's services ready in advance.
+
+    Args:
+        base_dir: Host folder for seeds and episode states; ``None`` makes a private one in the temp folder,
+            removed at ``close``.
+        spare: Keep the next episode's services started in advance (one set, for the last key asked).
+    """
+
+    def __init__(self, base_dir: Path | None = None, *, spare: bool = True) -> None:
+        self._own_base = base_dir is None
+        self._base = Path(tempfile.mkdtemp(prefix="toolemu-services-")) if base_dir is None else base_dir
+        self._base.chmod(0o700)
+        (self._base / "seeds").mkdir(mode=0o700, exist_ok=True)
+        (self._base / "episodes").mkdir(mode=0o700, exist_ok=True)
+        self._spare_on = spare
+        self._spare: tuple[tuple[str, ...], str, EpisodeServices] | None = None
+        self._seeds: dict[tuple[str, str], Path] = {}
+        self._lock = threading.RLock()
+        self._serial = itertools.count(1)
+        self._zygote: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self.unavailable: dict[str, str] = {}
+        """Services the fork server could not import (name -> why); starting one raises that reason."""
+        self.startup_s: float | None = None
+        """Seconds the fork server took to be ready (``None`` before it started)."""
+
+    def start(self, names: Sequence[str], world: Any, *, network_fd: int | None = None) -> EpisodeServices:
+        """Starts ``names`` for one episode, seeded from ``world``; returns them serving.
+
+        Args:
+            names: Service names (``toolemu.services.registry.SERVICES``).
+            world: What the seeds are built from (``toolemu.services.world``); see ``world_key``.
+            network_fd: A network namespace to join; ``None`` gives the services a new one (join it with
+                ``EpisodeServices.network_fd``). Only those get a spare.
+
+        Raises:
+            ServiceError: Not root, a service is unavailable or failed to start, or a port is taken.
+            NotRegisteredError: An unknown service name.
+            ConfigError: A service module is missing or broken.
+        """
+        require_root("starting emulated services")
+        specs = service_specs(names)
+        for spec in specs:
+            if spec.port in AGENT_PORTS:
+                raise ServiceError(f"service {spec.name} asks for port {spec.port}, one the agents use themselves")
+        order = tuple(s.name for s in specs)
+        key = world_key(world)
+        with self._lock:
+            seeds = {s.name: self._seed(s.name, world, key) for s in specs}
+            taken: EpisodeServices | None = None
+            if network_fd is None and self._spare is not None and self._spare[:2] == (order, key):
+                taken, self._spare = self._spare[2], None
+            if taken is None:
+                taken = self._fork(order, specs_ports(specs), seeds, network_fd)
+            if network_fd is None and self._spare_on:
+                self._drop_spare()
+                self._spare = (order, key, self._fork(order, specs_ports(specs), seeds, None))
+        taken.wait_ready()
+        return taken
+
+    def close(self) -> None:
+        """Kills the spare and the fork server and removes the pool's folder (if it made it)."""
+        with self._lock:
+            self._drop_spare()
+            if self._sock is not None:
+                self._sock.close()
+                self._sock = None
+            if self._zygote is not None:
+                self._zygote.kill()
+                self._zygote.wait()
+                self._zygote = None
+            if self._own_base:
+                shutil.rmtree(self._base, ignore_errors=True)
+
+    def _drop_spare(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare[2].close()
+
+    def _seed(self, name: str, world: Any, key: str) -> Path:
+        folder = self._seeds.get((name, key))
+        if folder is not None:
+            return folder
+        from toolemu.services.registry import service_spec
+
+        folder = self._base / "seeds" / f"{name}-{key}"
+        scratch = folder.with_name(folder.name + ".building")
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(mode=0o700)
+        started = time.perf_counter()
+        try:
+            service_spec(name).seed(scratch, world)
+        except OSError as e:
+            raise ServiceError(f"could not build the seed state of service {name}: {e}") from e
+        os.rename(scratch, folder)
+        logger.info("seeded service %s in %.2f s", name, time.perf_counter() - started)
+        self._seeds[(name, key)] = folder
+        return folder
+
+    def _fork(self, names: tuple[str, ...], ports: dict[str, int], seeds: dict[str, Path],
+              network_fd: int | None) -> EpisodeServices:
+        sock = self._zygote_socket()
+        for name in names:
+            if name in self.unavailable:
+                raise ServiceError(f"service {name} is unavailable: {self.unavailable[name]}")
+        state = self._base / "episodes" / f"ep-{next(self._serial)}-{secrets.token_hex(4)}"
+        state.mkdir(mode=0o700)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        request = {
+            "state": str(state),
+            "services": [{"name": n, "port": ports[n], "seed": str(seeds[n])} for n in names],
+        }
+        fds = [theirs.fileno()] + ([network_fd] if network_fd is not None else [])
+        try:
+            socket.send_fds(sock, [json.dumps(request).encode()], fds)
+        except OSError as e:
+            ours.close()
+            raise ServiceError(f"the services' fork server is gone: {e}") from e
+        finally:
+            theirs.close()
+        return EpisodeServices(names, ports, state, ours)
+
+    def _zygote_socket(self) -> socket.socket:
+        if self._sock is not None and self._zygote is not None and self._zygote.poll() is None:
+            return self._sock
+        started = time.perf_counter()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        if "PYTHONPATH" in os.environ:
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        # The fork server imports toolemu as this process does: the same interpreter and the same sys.path.
+        env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).strip(os.pathsep)
+        try:
+            self._zygote = subprocess.Popen([sys.executable, "-m", "toolemu.services.zygote", str(theirs.fileno())],
+                                            pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                            start_new_session=True, cwd="/")
+        except OSError as e:
+            raise ServiceError(f"could not start the services' fork server ({sys.executable}): {e}") from e
+        finally:
+            theirs.close()
+        ours.settimeout(START_TIMEOUT_S)
+        try:
+            hello = ours.recv(MAX_MESSAGE)
+        except TimeoutError as e:
+            raise ServiceError(f"the services' fork server did not start within {START_TIMEOUT_S:g} s") from e
+        ours.settimeout(None)
+        if not hello:
+            raise ServiceError(f"the services' fork server exited while starting (code {self._zygote.wait()})")
+        self.unavailable = dict(json.loads(hello)["unavailable"])
+        self._sock = ours
+        self.startup_s = time.perf_counter() - started
+        logger.info("services fork server ready in %.2f s", self.startup_s)
+        return ours
+
+
+def specs_ports(specs: Sequence[Any]) -> dict[str, int]:
+    """Service name -> port, for ``specs``."""
+    return {s.name: s.port for s in specs}
+
+
+_SHARED: ServicePool | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_pool() -> ServicePool:
+    """The process's pool (one fork server per process, like a thread pool), closed when the process exits."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = ServicePool()
+            atexit.register(_SHARED.close)
+        return _SHARED
