@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.services.plane_server import serve
 from toolemu.services.plane import SPEC
 from toolemu.services.plane.seed import plane_username
 from toolemu.services.world import load_world
-from tests.services.plane_server import serve
 
 pytestmark = pytest.mark.enable_socket
 
