@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -212,12 +212,15 @@ class ServicePool:
         self.startup_s: float | None = None
         """Seconds the fork server took to be ready (``None`` before it started)."""
 
-    def start(self, names: Sequence[str], world: Any, *, network_fd: int | None = None) -> EpisodeServices:
+    def start(self, names: Sequence[str], world: Any, *, key: str | None = None,
+              network_fd: int | None = None) -> EpisodeServices:
         """Starts ``names`` for one episode, seeded from ``world``; returns them serving.
 
         Args:
             names: Service names (``toolemu.services.registry.SERVICES``).
-            world: What the seeds are built from (``toolemu.services.world``); see ``world_key``.
+            world: What the seeds are built from (``toolemu.services.world.World``), or a function without
+                arguments that returns it (called only when a seed is not cached yet; give ``key`` then).
+            key: The world's cache key; ``None`` computes ``world_key(world)``.
             network_fd: A network namespace to join; ``None`` gives the services a new one (join it with
                 ``EpisodeServices.network_fd``). Only those get a spare.
 
@@ -232,9 +235,19 @@ class ServicePool:
             if spec.port in AGENT_PORTS:
                 raise ServiceError(f"service {spec.name} asks for port {spec.port}, one the agents use themselves")
         order = tuple(s.name for s in specs)
-        key = world_key(world)
+        if key is None:
+            if callable(world):
+                raise ValueError("ServicePool.start: a world given as a function needs a key")
+            key = world_key(world)
         with self._lock:
-            seeds = {s.name: self._seed(s.name, world, key) for s in specs}
+            made: list[Any] = []
+
+            def built() -> Any:  # the world, built at most once per start and only when a seed is missing
+                if not made:
+                    made.append(world() if callable(world) else world)
+                return made[0]
+
+            seeds = {s.name: self._seed(s.name, built, key) for s in specs}
             taken: EpisodeServices | None = None
             if network_fd is None and self._spare is not None and self._spare[:2] == (order, key):
                 taken, self._spare = self._spare[2], None
@@ -265,7 +278,7 @@ class ServicePool:
         if spare is not None:
             spare[2].close()
 
-    def _seed(self, name: str, world: Any, key: str) -> Path:
+    def _seed(self, name: str, world: Callable[[], Any], key: str) -> Path:
         folder = self._seeds.get((name, key))
         if folder is not None:
             return folder
@@ -277,7 +290,7 @@ class ServicePool:
         scratch.mkdir(mode=0o700)
         started = time.perf_counter()
         try:
-            service_spec(name).seed(scratch, world)
+            service_spec(name).seed(scratch, world())
         except OSError as e:
             raise ServiceError(f"could not build the seed state of service {name}: {e}") from e
         os.rename(scratch, folder)
