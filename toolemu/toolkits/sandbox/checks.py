@@ -68,7 +68,7 @@ MAX_POINTS = 10**9
 """Checkpoint and final-score numbers beyond this (in absolute value) are an error."""
 MAX_TAMPERING = 50
 """Tampering records kept per check."""
-COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "file_watch.py", "runner.py")
+COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "service_helpers.py", "file_watch.py", "runner.py")
 """Files of ``oas_compat`` visible to OAS evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
 _NATIVE_RUNNER = "native_check"
