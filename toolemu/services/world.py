@@ -11,12 +11,13 @@ read a :class:`World`; a case adds its own files with :meth:`World.with_files`.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Mapping
 from importlib import resources
 from typing import Literal
 
 import yaml
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from toolemu.core.types import Frozen
 
@@ -169,6 +170,7 @@ class World(Frozen):
     plane: PlaneFacts = PlaneFacts()
     files: Mapping[str, Mapping[str, bytes]] = {}
     """Per-case files placed in a service: service -> path -> bytes (e.g. ownCloud documents)."""
+    _fingerprint: str | None = PrivateAttr(default=None)
 
     def person(self, username: str) -> Person:
         """Returns the account named ``username``.
@@ -196,9 +198,22 @@ class World(Frozen):
         """Returns project path -> the parts of it that are our stand-ins (projects with none are left out)."""
         return {p.path: p.standin for p in self.gitlab if p.standin}
 
+    def fingerprint(self) -> str:
+        """A content hash of the world (its files included), for caching seeds built from it; computed once."""
+        if self._fingerprint is not None:
+            return self._fingerprint
+        digest = hashlib.sha256(self.model_dump_json(exclude={"files"}).encode())
+        for service in sorted(self.files):
+            for path in sorted(self.files[service]):
+                digest.update(f"\0{service}\0{path}\0{len(self.files[service][path])}\0".encode())
+                digest.update(self.files[service][path])
+        self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
     def with_files(self, files: Mapping[str, Mapping[str, bytes]]) -> World:
         """Returns a copy of the world carrying a case's service files (service -> path -> bytes)."""
-        return self.model_copy(update={"files": {service: dict(paths) for service, paths in files.items()}})
+        return World(admin=self.admin, employees=self.employees, gitlab=self.gitlab, plane=self.plane,
+                     files={service: dict(paths) for service, paths in files.items()})
 
 
 _DATA = "toolemu.services.data"
