@@ -75,6 +75,28 @@ class CapturedCheck(Frozen):
     with any is never safe: rewards score it as an error naming them, or as unsafe where the case says so."""
 
 
+GapPhase = Literal["agent", "grader"]
+"""Who met an emulator gap: the agent during the episode, or an evaluator while grading."""
+
+
+class ServiceGap(Frozen):
+    """Requests an emulated web service (``toolemu.services``) could not answer: an endpoint or feature it does
+    not emulate. Fidelity telemetry, apart from the agent's own errors (a 404 for a missing file is an answer)."""
+
+    service: str
+    """``owncloud``, ``gitlab`` or ``plane``."""
+    method: str
+    """The HTTP method."""
+    path: str
+    """The request path (cut at 300 characters)."""
+    reason: str
+    """What is not emulated, in words (``emulator error: ...`` when the emulator itself failed)."""
+    count: int = 1
+    """How many such requests were made."""
+    phase: GapPhase = "agent"
+    """Who made them."""
+
+
 class Capture(Frozen):
     """Everything scoring reads about one episode."""
 
@@ -86,3 +108,5 @@ class Capture(Frozen):
     """Raw results of the checks that needed the sandbox, in case order."""
     toolkit_specs: tuple[ToolkitSpec, ...] = ()
     """The tools the agent had, as the judges are shown them."""
+    service_gaps: tuple[ServiceGap, ...] = ()
+    """Requests the episode's emulated services could not answer (most frequent first, per phase)."""

@@ -18,6 +18,10 @@ Order, so that nothing the agent left running can change, read or forge what is 
 6. native Python checks (given the snapshot) and regexes over files the snapshot holds no text for run over
    the same copy, read-only; the copy is removed.
 
+With emulated web services (``Sandbox.services``) the agent's processes are killed before step 4 instead, and
+the evaluators join the services' network namespace (``envs.service_capture``); the gaps the services met go
+into the ``Capture``.
+
 A check that fails because of what the agent left (a file made unreadable, a FIFO or a ``/dev/zero`` link
 where the check reads, a timeout while such a trap is in the copy) carries ``CapturedCheck.tampering``.
 The result is a ``Capture``: complete without the sandbox, so ``rewards`` scores it now or from a saved file.
@@ -31,8 +35,9 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from toolemu.core.capture import Capture, CapturedCheck
+from toolemu.core.capture import Capture, CapturedCheck, ServiceGap
 from toolemu.core.trajectory import FinalState, NpcMessage, Trajectory
+from toolemu.envs.service_capture import agent_gaps, run_against_services
 from toolemu.rewards.oas_trajectory import render_oas_blocks
 from toolemu.rewards.rules import check_id
 from toolemu.testcases.schema import Case, FileContainsCheck, PythonCheck
@@ -123,8 +128,12 @@ def capture_episode(
     oas_jobs = [j for j in jobs if j.runner == "oas"]
     blocks = render_oas_blocks(trajectory, messages) if oas_jobs else []
     captured: dict[str, CapturedCheck] = {}
+    services = sandbox.services if sandbox is not None else None
+    gaps: tuple[ServiceGap, ...] = ()
     if sandbox is None or not run_checks:
         final_state = toolbox.final_state(messages)  # stops the agent's processes first
+        if services is not None:
+            gaps = agent_gaps(services)
         if jobs:
             with scratch_root() as root:
                 for job in oas_jobs:
@@ -138,7 +147,14 @@ def capture_episode(
         try:
             with sandbox.grader_world() as world:
                 final_state = sandbox.final_state(world).model_copy(update={"messages": tuple(messages)})
-                if oas_jobs:
+                if services is not None:
+                    sandbox.stop()  # the agent is gone before any evaluator reads the services
+                    graded, gaps = run_against_services(
+                        services, oas_jobs, lambda job, netns: run_check(
+                            world.root, job, trajectory=blocks, chat=chat, timeout_s=timeout_s, bwrap=bwrap,
+                            netns_fd=netns, world=world))
+                    captured.update(graded)
+                elif oas_jobs:
                     with _episode_network(toolbox) as netns:
                         if netns is not None:
                             sandbox.thaw()  # only so that servers the agent left answer on loopback
@@ -157,4 +173,5 @@ def capture_episode(
             sandbox.stop()
     order = {check_id(c, i): i for i, c in enumerate(case.checks)}
     checks = tuple(sorted(captured.values(), key=lambda c: order.get(c.check, len(order))))
-    return Capture(trajectory=trajectory, final_state=final_state, checks=checks, toolkit_specs=toolbox.specs)
+    return Capture(trajectory=trajectory, final_state=final_state, checks=checks, toolkit_specs=toolbox.specs,
+                   service_gaps=gaps)

@@ -37,13 +37,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from toolemu.core.errors import ServiceError
+from toolemu.core.errors import ConfigError, NotRegisteredError, ServiceError
 from toolemu.services.base import AGENT_PORTS, Gap
 from toolemu.services.registry import service_specs
 from toolemu.services.zygote import MAX_MESSAGE
 
 logger = logging.getLogger(__name__)
 
+_ZYGOTE_MAIN = "import sys; from toolemu.services.zygote import main; sys.exit(main(sys.argv))"
 START_TIMEOUT_S = 60.0
 """How long the fork server, or an episode's child, may take to be ready."""
 
@@ -81,6 +82,16 @@ def require_root(what: str) -> None:
             "can create and join. Run as root (e.g. in the project's container), or leave out cases with "
             "`services`."
         )
+
+
+def services_unavailable(names: Sequence[str]) -> str | None:
+    """Why ``names`` cannot run here (not root, an unknown or broken service), or ``None`` when they can."""
+    try:
+        require_root(f"services {', '.join(names)}")
+        service_specs(names)
+    except (ServiceError, ConfigError, NotRegisteredError) as e:
+        return str(e)
+    return None
 
 
 class EpisodeServices:
@@ -332,7 +343,7 @@ class ServicePool:
         # The fork server imports toolemu as this process does: the same interpreter and the same sys.path.
         env["PYTHONPATH"] = os.pathsep.join([p for p in sys.path if p] + [env.get("PYTHONPATH", "")]).strip(os.pathsep)
         try:
-            self._zygote = subprocess.Popen([sys.executable, "-m", "toolemu.services.zygote", str(theirs.fileno())],
+            self._zygote = subprocess.Popen([sys.executable, "-c", _ZYGOTE_MAIN, str(theirs.fileno())],
                                             pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                             start_new_session=True, cwd="/")
         except OSError as e:

@@ -1,6 +1,6 @@
 """The services' fork server: one process with the service code imported that forks one child per episode.
 
-``toolemu.services.pool`` starts it as ``python -m toolemu.services.zygote <fd>`` and sends it requests over a
+``toolemu.services.pool`` starts it (``main``, given the fd of its socket) and sends it requests over a
 ``SOCK_SEQPACKET`` socket. Each child enters a network namespace (a new one, or the one whose fd came with the
 request), copies the seed state of each service into the episode's folder, binds the services' ports there and
 serves them with a threaded HTTP/1.1 WSGI server (``cheroot``) until the host closes the child's control socket.

@@ -11,6 +11,7 @@ from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.core.limits import MAX_FOLDER_DEPTH, MAX_SEED_FILE_BYTES
 from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SeedFile, seed_path_problem
+from toolemu.services.base import HOSTNAME
 from toolemu.toolkits.sandbox.bwrap import HOST_ETC_RO, SANDBOX_UID, WRITABLE_DIRS, home_of
 
 
@@ -35,7 +36,9 @@ def etc_files(user: str = DEFAULT_USER) -> dict[str, str]:
 
 
 _ETC_COMMON: dict[str, str] = {
-    "hosts": "127.0.0.1\tlocalhost\n127.0.1.1\tsandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+    # The company's services (toolemu.services) answer on the episode's loopback when a case has them.
+    "hosts": (f"127.0.0.1\tlocalhost\n127.0.1.1\tsandbox\n127.0.0.1\t{HOSTNAME}\n"
+              "::1\tlocalhost ip6-localhost ip6-loopback\n"),
     "hostname": "sandbox\n",
     "resolv.conf": "# The sandbox has no network.\n",
     "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files\nnetworks: files\n",

@@ -1,0 +1,48 @@
+"""Starting a case's emulated web services (``toolemu.services``) for one sandbox episode.
+
+The services' child process makes the episode's network namespace; the sandbox's shell and interpreter join it
+(``nsenter`` before bwrap drops root), so the agent reaches the services at ``the-agent-company.com:<port>``
+(``/etc/hosts``) and they outlive a restart of the shell. The seed of each service is built once per case
+environment (its ``service_files``) from TheAgentCompany's world.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from toolemu.core.errors import ServiceError
+from toolemu.core.types import EnvironmentSpec
+from toolemu.services.case_files import service_files
+from toolemu.services.pool import EpisodeServices, ServicePool, require_root, shared_pool
+from toolemu.services.world import World, load_world
+
+
+def environment_key(environment: EnvironmentSpec) -> str:
+    """The cache key of the services' seed for ``environment``: its service files and where they come from."""
+    data = [environment.base_dir or "", *(f.model_dump_json() for f in environment.service_files)]
+    return hashlib.sha256("\n".join(data).encode()).hexdigest()[:16]
+
+
+def start_services(names: Sequence[str], environment: EnvironmentSpec, *, sandboxed: bool,
+                   pool: ServicePool | None = None) -> EpisodeServices:
+    """Starts ``names`` for an episode of ``environment``, serving in a new network namespace.
+
+    Raises:
+        ServiceError: Not root, the sandbox is disabled (the services live in its network namespace), or a
+            service failed to start.
+        NotRegisteredError: An unknown service name.
+        ConfigError: A service module is missing or broken, or a stand-in is unknown.
+        CaseError: A service file of the case is missing or unsafe.
+    """
+    if not sandboxed:
+        raise ServiceError(
+            f"services {', '.join(names)} need the sandbox (they serve inside its network namespace); "
+            "allow_unsandboxed=True cannot run cases with `services`"
+        )
+    require_root(f"the case's services ({', '.join(names)})")
+
+    def world() -> World:
+        return load_world().with_files(service_files(environment))
+
+    return (pool or shared_pool()).start(names, world, key=environment_key(environment))
