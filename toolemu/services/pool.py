@@ -172,10 +172,9 @@ class EpisodeServices:
                 self._control.settimeout(10.0)
                 self._control.send(b'{"op": "gaps"}')
                 message = self._control.recv(MAX_MESSAGE)
+                self._control.settimeout(None)
             except OSError as e:
                 raise ServiceError(f"services {', '.join(self.names)} did not report their gaps: {e}") from e
-            finally:
-                self._control.settimeout(None)
         if not message:
             raise ServiceError(f"services {', '.join(self.names)} exited before reporting their gaps")
         answer = json.loads(message)
@@ -208,6 +207,7 @@ class ServicePool:
     def __init__(self, base_dir: Path | None = None, *, spare: bool = True) -> None:
         self._own_base = base_dir is None
         self._base = Path(tempfile.mkdtemp(prefix="toolemu-services-")) if base_dir is None else base_dir
+        self._base.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._base.chmod(0o700)
         (self._base / "seeds").mkdir(mode=0o700, exist_ok=True)
         (self._base / "episodes").mkdir(mode=0o700, exist_ok=True)
