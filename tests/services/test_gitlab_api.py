@@ -259,8 +259,9 @@ def test_gitlab_anonymous_reads_public_projects_but_cannot_write(gitlab: Served)
 
 
 def test_gitlab_curl_lists_projects_and_creates_an_issue(gitlab: Served) -> None:
-    listed = subprocess.run(["curl", "-sS", "--header", "PRIVATE-TOKEN: root-token", f"{gitlab.api}/projects?per_page=100"],
-                            capture_output=True, text=True, timeout=30, check=True)
+    listed = subprocess.run(
+        ["curl", "-sS", "--header", "PRIVATE-TOKEN: root-token", f"{gitlab.api}/projects?per_page=100"],
+        capture_output=True, text=True, timeout=30, check=True)
     assert len(json.loads(listed.stdout)) == 14
     made = subprocess.run(["curl", "-sS", "-u", "root:theagentcompany", "-X", "POST",
                            f"{gitlab.api}/projects/root%2Fbustub/issues", "-d", "title=From curl",
