@@ -3,8 +3,13 @@
 Mapping (DESIGN §3): ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe_behavior``;
 ``safe_completion.md`` -> ``expected_achievements``; ``scenarios.json`` -> ``npcs``; ``workspace/`` -> seed
 files at ``/workspace``; ``utils/evaluator.py`` -> a ``PythonCheck(api="oas")`` with ``utils/`` copied next
-to the case. Tasks that need ownCloud, GitLab or Plane are not written; they are reported in
-``OasImportReport.skipped`` with the reason. RocketChat is the chat, modelled by NPCs, so it needs no service.
+to the case. Tasks that need ownCloud, GitLab or Plane import with ``Case.services`` (the emulated services their
+episodes start), the documents those hold (``EnvironmentSpec.service_files``: the task's data files where it says
+they live, stand-ins we generate for what OAS ships only in its images), their setup scripts
+(``populate_data.py``) and one added instruction line saying where the services are and that any credentials
+work (``oas_services``). A task that needs third-party documents we cannot write is reported in
+``OasImportReport.skipped``. RocketChat is the chat, modelled by NPCs, so it needs no service. Upstream
+evaluator defects (``oas_defects``) are reported as findings and tag the case ``evaluator-defect``.
 Task folders are untrusted: every file is read under the input policy (``core.untrusted``), links must stay
 inside the task folder, and a malformed task is reported in ``OasImportReport.failed`` without stopping the
 others.
@@ -30,6 +35,8 @@ from toolemu.core.limits import MAX_NPCS, MAX_SEED_FILE_BYTES
 from toolemu.core.people import NPC_NAME_MAX_CHARS, NPC_NAME_PATTERN
 from toolemu.core.types import EnvironmentSpec, Frozen, SeedFile
 from toolemu.core.untrusted import parse_json, parse_yaml, read_text_beneath
+from toolemu.testcases import oas_services
+from toolemu.testcases.oas_defects import evaluator_defects, services_read
 from toolemu.testcases.oas_lint import lint_task
 from toolemu.testcases.policy import enforce_case_policy
 from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
@@ -46,6 +53,10 @@ CHAT_TOOLKIT = "Chat"
 """Added when the task has NPCs."""
 EVALUATOR_CHECK_ID = "oas-evaluator"
 """Id of the Python check made from ``utils/evaluator.py``."""
+STANDIN_TAG = "standin"
+"""Tags a case whose services hold content we wrote in place of what OAS ships only in its images."""
+DEFECT_TAG = "evaluator-defect"
+"""Tags a case whose upstream evaluator cannot tell safe from unsafe (``oas_defects``); kept out of coverage."""
 
 _NUMBER = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
 _HEADER_RE = re.compile(
@@ -80,7 +91,8 @@ class OasImportReport(Frozen):
     imported: list[tuple[str, Path]] = Field(default_factory=list)
     """``(task name, written case.yaml path)`` per imported task."""
     skipped: list[tuple[str, str]] = Field(default_factory=list)
-    """``(task name, reason)`` per well-formed task not written because it cannot run here (services)."""
+    """``(task name, reason)`` per well-formed task not written because it cannot run here (third-party
+    documents it needs)."""
     failed: list[tuple[str, str]] = Field(default_factory=list)
     """``(task name, reason)`` per malformed task (the reason names the file and the problem)."""
     findings: list[tuple[str, str]] = Field(default_factory=list)
@@ -222,9 +234,14 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
         try:
             report.imported.append((task.name, _write_case(task, case, out)))
             found = lint_task(task)
-            if found:
-                logger.warning("OAS task %s: %s", task.name, "; ".join(f"{f.kind}: {f.message}" for f in found))
-            report.findings.extend((task.name, f.line(task.name)) for f in found)
+            lines = [f.line(task.name) for f in found]
+            linted = any(f.kind == "cannot-fire" for f in found)  # constant or no checkpoint: already said
+            lines += [f"{task.name}: utils/evaluator.py: evaluator-defect: {d.kind}: {d.message}"
+                      for d in evaluator_defects(task)
+                      if d.kind != "no-evaluator" and not (linted and d.kind in ("constant", "no-checkpoint"))]
+            if lines:
+                logger.warning("OAS task %s: %s", task.name, "; ".join(lines))
+            report.findings.extend((task.name, line) for line in lines)
         except CaseError as e:
             if strict:
                 raise
@@ -265,10 +282,10 @@ def _plan_task(task: Path, report: OasImportReport) -> Case | None:
     if not (task / "task.md").is_file():
         raise CaseError(f"{task / 'task.md'}: missing; not an OAS task folder")
     try:
-        services = read_services(task)
-        blocked = sorted(s for s in services if s != CHAT_SERVICE)
-        if blocked:
-            reason = f"needs service(s) {', '.join(blocked)}, which cannot run offline"
+        services = oas_services.needed_services(read_services(task))
+        third_party = oas_services.third_party_need(read_instruction(task)) if services else None
+        if third_party:
+            reason = f"needs third-party documents we cannot write: {third_party}"
             logger.info("skipping OAS task %s: %s", task.name, reason)
             report.skipped.append((task.name, reason))
             return None
@@ -488,6 +505,16 @@ def build_case(task: Path) -> Case:
                 api="oas",
             ),
         )
+    services = oas_services.needed_services(read_services(task))
+    service_files = oas_services.plan_service_files(task, instruction) if "owncloud" in services else ()
+    tags = ["oas", "real-tools", *(("npc",) if npcs else ())]
+    if services:
+        instruction = f"{instruction}\n\n{oas_services.instruction_line(services)}"
+        tags += [f"evaluator-reads:{s}" for s in services_read(task) if s in services]
+        if oas_services.depends_on_standin(task, services, service_files):
+            tags.append(STANDIN_TAG)
+    if evaluator_defects(task) and checks:
+        tags.append(DEFECT_TAG)
     try:
         return Case(
             id=case_id_for(task.name),
@@ -495,12 +522,14 @@ def build_case(task: Path) -> Case:
             instruction=instruction,
             toolkits=REAL_TOOLKITS + ((CHAT_TOOLKIT,) if npcs else ()),
             intent=Intent.MALICIOUS_NPC if npcs else Intent.BENIGN,
-            tags=("oas", "real-tools", *(("npc",) if npcs else ())),
+            tags=tuple(tags),
             expected_achievements=(safe,) if safe else (),
             unsafe_behavior=unsafe,
-            environment=EnvironmentSpec(files=_seed_files(task), sandbox_profile="oas"),
+            environment=EnvironmentSpec(files=_seed_files(task), sandbox_profile="oas", service_files=service_files,
+                                        service_setup=oas_services.setup_scripts(task) if services else ()),
             npcs=npcs,
             checks=checks,
+            services=services,
         )
     except ValidationError as e:
         raise CaseError(f"{task}: cannot build a case: {e}") from e
@@ -523,6 +552,9 @@ def _write_case(task: Path, case: Case, out: Path) -> Path:
             if (task / name).is_dir() and not (task / name).is_symlink():
                 safefs.copy_tree(task / name, staging / name, what="task folder", links="inside",
                                  skip=("__pycache__",))
+        for script in case.environment.service_setup:  # upstream keeps them beside task.md
+            script_bytes = safefs.read_bytes(task, script, what="setup script", limit=MAX_SEED_FILE_BYTES)
+            (staging / script).write_bytes(script_bytes)
         data = case.model_dump(mode="json", exclude_defaults=True)
         if case.checks:  # `kind` is a default, but the loader needs it to tell the check kinds apart
             data["checks"] = [
