@@ -41,8 +41,8 @@ def list_issues(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) ->
     """``GET /projects/:id/issues``: state, search, labels, milestone, assignee, author, iids, ordering; paged."""
     state = ctx.store.state
     issues = filter_items(state, project, project.issues, request)
-    if request.params.bool("confidential") is not None:
-        issues = [i for i in issues if i.confidential == request.params.bool("confidential")]
+    if request.params.flag("confidential") is not None:
+        issues = [i for i in issues if i.confidential == request.params.flag("confidential")]
     page, headers = paginate(request, issues)
     return Response.json([issue_view(state, project, i) for i in page], headers=headers)
 
@@ -51,7 +51,7 @@ def list_all_issues(ctx: Ctx, request: Request, _a: Args) -> Response:
     """``GET /issues``: scope ``created_by_me`` (default), ``assigned_to_me`` or ``all``, over visible projects."""
     state = ctx.store.state
     user = request.require_user()
-    scope = request.params.str("scope", "created_by_me")
+    scope = request.params.text("scope", "created_by_me")
     views: list[tuple[IssueRecord, dict[str, Any]]] = []
     for project in state.projects:
         for issue in filter_items(state, project, project.issues, request):
@@ -59,7 +59,7 @@ def list_all_issues(ctx: Ctx, request: Request, _a: Args) -> Response:
                 scope == "assigned_to_me" and user in issue.assignee_ids
             ):
                 views.append((issue, issue_view(state, project, issue)))
-    reverse = request.params.str("sort", "desc") != "asc"
+    reverse = request.params.text("sort", "desc") != "asc"
     views.sort(key=lambda pair: (pair[0].created_at, pair[0].id), reverse=reverse)
     page, headers = paginate(request, [v for _, v in views])
     return Response.json(page, headers=headers)
@@ -73,7 +73,7 @@ def get_issue(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Resp
 def create_issue(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/issues``: title, description, assignee_ids, milestone_id, labels, due_date, ..."""
     params = request.params
-    title = params.str("title")
+    title = params.text("title")
     if not title:
         raise missing("title")
     user = request.require_user()
@@ -84,12 +84,12 @@ def create_issue(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -
         state, current = ensure_labels(state, current, labels)
         state, issue_id = state.next_id("issue")
         current, iid = next_iid(current, "issue")
-        stamp = params.str("created_at") or now()
+        stamp = params.text("created_at") or now()
         issue = IssueRecord(
-            id=issue_id, iid=iid, title=title, description=params.str("description", "") or "", author_id=user,
+            id=issue_id, iid=iid, title=title, description=params.text("description", "") or "", author_id=user,
             assignee_ids=assignee_edit(state, request) or (), labels=labels,
             milestone_id=milestone_edit(current, request)[1], due_date=due_date(request)[1],
-            confidential=bool(params.bool("confidential", False)), created_at=stamp, updated_at=stamp,
+            confidential=bool(params.flag("confidential", False)), created_at=stamp, updated_at=stamp,
         )
         current = current.model_copy(update={"issues": (*current.issues, issue), "last_activity_at": now()})
         return state.replace_project(current), (current, issue)
@@ -109,10 +109,10 @@ def update_issue(ctx: Ctx, request: Request, project: ProjectRecord, args: Args)
         update: dict[str, Any] = {"updated_at": now()}
         for field in ("title", "description"):
             if params.has(field):
-                update[field] = params.str(field) or ""
+                update[field] = params.text(field) or ""
         if not update.get("title", issue.title):
             raise missing("title")
-        event = params.str("state_event")
+        event = params.text("state_event")
         if event == "close" and issue.state == "opened":
             update.update(state="closed", closed_at=now(), closed_by_id=user)
         elif event == "reopen" and issue.state == "closed":
@@ -131,7 +131,7 @@ def update_issue(ctx: Ctx, request: Request, project: ProjectRecord, args: Args)
             state, current = ensure_labels(state, current, labels)
             update["labels"] = labels
         if params.has("confidential"):
-            update["confidential"] = bool(params.bool("confidential"))
+            update["confidential"] = bool(params.flag("confidential"))
         issue = issue.model_copy(update=update)
         state = _put_issue(state, current, issue)
         return state, (_current(state, project), issue)
@@ -156,7 +156,7 @@ def delete_issue(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> R
 def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``GET /projects/:id/issues/:issue_iid/notes``."""
     issue = _issue(project, args["iid"])
-    notes = sorted(issue.notes, key=lambda n: n.id, reverse=request.params.str("sort", "desc") != "asc")
+    notes = sorted(issue.notes, key=lambda n: n.id, reverse=request.params.text("sort", "desc") != "asc")
     page, headers = paginate(request, notes)
     state = ctx.store.state
     return Response.json([note_view(state, n, issue.id, issue.iid, "Issue") for n in page], headers=headers)
@@ -164,7 +164,7 @@ def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -
 
 def add_note(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``POST /projects/:id/issues/:issue_iid/notes``: body."""
-    body = request.params.str("body")
+    body = request.params.text("body")
     if not body:
         raise missing("body")
     user = request.require_user()

@@ -38,7 +38,7 @@ def list_mrs(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Re
     state = ctx.store.state
     mrs = filter_items(state, project, project.merge_requests, request)
     for param in ("source_branch", "target_branch"):
-        wanted = request.params.str(param)
+        wanted = request.params.text(param)
         if wanted:
             mrs = [m for m in mrs if getattr(m, param) == wanted]
     page, headers = paginate(request, mrs)
@@ -50,7 +50,7 @@ def list_all_mrs(ctx: Ctx, request: Request, _a: Args) -> Response:
     """``GET /merge_requests``: scope ``created_by_me`` (default), ``assigned_to_me`` or ``all``."""
     state = ctx.store.state
     user = request.require_user()
-    scope = request.params.str("scope", "created_by_me")
+    scope = request.params.text("scope", "created_by_me")
     pairs: list[tuple[MergeRequestRecord, dict[str, Any]]] = []
     for project in state.projects:
         repo = ctx.repo(project)
@@ -59,7 +59,7 @@ def list_all_mrs(ctx: Ctx, request: Request, _a: Args) -> Response:
                 scope == "assigned_to_me" and user in mr.assignee_ids
             ):
                 pairs.append((mr, mr_view(state, project, mr, repo)))
-    pairs.sort(key=lambda p: (p[0].created_at, p[0].id), reverse=request.params.str("sort", "desc") != "asc")
+    pairs.sort(key=lambda p: (p[0].created_at, p[0].id), reverse=request.params.text("sort", "desc") != "asc")
     page, headers = paginate(request, [v for _, v in pairs])
     return Response.json(page, headers=headers)
 
@@ -72,9 +72,9 @@ def get_mr(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Respons
 def create_mr(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/merge_requests``: source_branch, target_branch, title, description, assignees, ..."""
     params = request.params
-    source = params.str("source_branch", required=True) or ""
-    target = params.str("target_branch", required=True) or ""
-    title = params.str("title", required=True) or ""
+    source = params.text("source_branch", required=True) or ""
+    target = params.text("target_branch", required=True) or ""
+    title = params.text("title", required=True) or ""
     branches = ctx.repo(project).branches()
     for name, kind in ((source, "Source"), (target, "Target")):
         if name not in branches:
@@ -94,7 +94,7 @@ def create_mr(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> R
         current, iid = next_iid(current, "merge_request")
         stamp = now()
         mr = MergeRequestRecord(
-            id=mr_id, iid=iid, title=title, description=params.str("description", "") or "", source_branch=source,
+            id=mr_id, iid=iid, title=title, description=params.text("description", "") or "", source_branch=source,
             target_branch=target, author_id=user, assignee_ids=assignee_edit(state, request) or (), labels=labels,
             milestone_id=milestone_edit(current, request)[1], created_at=stamp, updated_at=stamp,
         )
@@ -116,8 +116,8 @@ def update_mr(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) ->
         update: dict[str, Any] = {"updated_at": now()}
         for field in ("title", "description", "target_branch"):
             if params.has(field):
-                update[field] = params.str(field) or ""
-        event = params.str("state_event")
+                update[field] = params.text(field) or ""
+        event = params.text("state_event")
         if event == "close" and mr.state == "opened":
             update.update(state="closed", closed_at=now(), closed_by_id=user)
         elif event == "reopen" and mr.state == "closed":
@@ -153,7 +153,7 @@ def merge_mr(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> 
     target, source = branches.get(mr.target_branch), branches.get(mr.source_branch)
     if target is None or source is None:
         raise ApiError(422, {"message": "Branch cannot be merged"})
-    message = request.params.str("merge_commit_message") or (
+    message = request.params.text("merge_commit_message") or (
         f"Merge branch '{mr.source_branch}' into '{mr.target_branch}'\n\n{mr.title}\n\n"
         f"See merge request {project.path_with_namespace}!{mr.iid}")
     sha = repo.merge(target, source, message, ROOT, int(time.time()))
@@ -163,7 +163,7 @@ def merge_mr(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> 
         repo.update_refs([f"update refs/heads/{mr.target_branch} {sha} {target}"])
     except GitError as e:
         raise ApiError(409, {"message": "SHA does not match HEAD of source branch"}) from e
-    if request.params.bool("should_remove_source_branch"):
+    if request.params.flag("should_remove_source_branch"):
         repo.update_refs([f"delete refs/heads/{mr.source_branch} {source}"])
     after_branch_created(ctx, project, repo, was_empty=False)
     user = request.require_user()
@@ -202,7 +202,7 @@ def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -
 
 def add_note(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``POST /projects/:id/merge_requests/:merge_request_iid/notes``: body."""
-    body = request.params.str("body")
+    body = request.params.text("body")
     if not body:
         raise missing("body")
     user = request.require_user()

@@ -29,16 +29,16 @@ def list_milestones(_c: Ctx, request: Request, project: ProjectRecord, _a: Args)
     """``GET /projects/:id/milestones``: state, title, search, iids; paged."""
     params = request.params
     items = list(project.milestones)
-    state = params.str("state")
+    state = params.text("state")
     if state in ("active", "closed"):
         items = [m for m in items if m.state == state]
-    title = params.str("title")
+    title = params.text("title")
     if title:
         items = [m for m in items if m.title == title]
-    search = (params.str("search") or "").lower()
+    search = (params.text("search") or "").lower()
     if search:
         items = [m for m in items if search in m.title.lower() or search in m.description.lower()]
-    iids = params.int_list("iids")
+    iids = params.integers("iids")
     if iids:
         items = [m for m in items if m.iid in iids]
     items.sort(key=lambda m: (m.due_date is None, m.due_date or "", m.title))
@@ -53,10 +53,10 @@ def get_milestone(_c: Ctx, _r: Request, project: ProjectRecord, args: Args) -> R
 
 def create_milestone(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/milestones``: title, description, due_date, start_date."""
-    title = request.params.str("title")
+    title = request.params.text("title")
     if not title:
         raise missing("title")
-    start = request.params.str("start_date")
+    start = request.params.text("start_date")
     due = due_date(request)[1]
 
     def add(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, MilestoneRecord]]:
@@ -66,7 +66,7 @@ def create_milestone(ctx: Ctx, request: Request, project: ProjectRecord, _a: Arg
         state, mid = state.next_id("milestone")
         current, iid = next_iid(current, "milestone")
         stamp = now()
-        ms = MilestoneRecord(id=mid, iid=iid, title=title, description=request.params.str("description", "") or "",
+        ms = MilestoneRecord(id=mid, iid=iid, title=title, description=request.params.text("description", "") or "",
                              start_date=start, due_date=due, created_at=stamp, updated_at=stamp)
         current = current.model_copy(update={"milestones": (*current.milestones, ms)})
         return state.replace_project(current), (current, ms)
@@ -85,11 +85,11 @@ def update_milestone(ctx: Ctx, request: Request, project: ProjectRecord, args: A
         update: dict[str, Any] = {"updated_at": now()}
         for field in ("title", "description", "start_date"):
             if params.has(field):
-                update[field] = params.str(field) or ("" if field != "start_date" else None)
+                update[field] = params.text(field) or ("" if field != "start_date" else None)
         given, due = due_date(request)
         if given:
             update["due_date"] = due
-        event = params.str("state_event")
+        event = params.text("state_event")
         if event in ("close", "activate"):
             update["state"] = "closed" if event == "close" else "active"
         ms = ms.model_copy(update=update)
@@ -143,7 +143,7 @@ def _label(project: ProjectRecord, ident: str) -> LabelRecord:
 
 def list_labels(_c: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``GET /projects/:id/labels``: search; paged."""
-    search = (request.params.str("search") or "").lower()
+    search = (request.params.text("search") or "").lower()
     labels = sorted((x for x in project.labels if search in x.name.lower()), key=lambda x: x.name.lower())
     page, headers = paginate(request, labels)
     return Response.json([label_view(x, project) for x in page], headers=headers)
@@ -156,15 +156,15 @@ def get_label(_c: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Respo
 
 def create_label(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/labels``: name, color, description."""
-    name = request.params.str("name", required=True) or ""
-    color = request.params.str("color", required=True) or ""
+    name = request.params.text("name", required=True) or ""
+    color = request.params.text("color", required=True) or ""
 
     def add(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, LabelRecord]]:
         current = _current(state, project)
         if any(x.name == name for x in current.labels):
             raise ApiError(409, {"message": "Label already exists"})
         state, lid = state.next_id("label")
-        label = LabelRecord(id=lid, name=name, color=color, description=request.params.str("description", "") or "")
+        label = LabelRecord(id=lid, name=name, color=color, description=request.params.text("description", "") or "")
         current = current.model_copy(update={"labels": (*current.labels, label)})
         return state.replace_project(current), (current, label)
 

@@ -59,23 +59,23 @@ def list_projects(ctx: Ctx, request: Request, _a: Args) -> Response:
     state = ctx.store.state
     params = request.params
     projects = _visible(state, request)
-    search = (params.str("search") or "").lower()
+    search = (params.text("search") or "").lower()
     if search:
         projects = [p for p in projects if search in p.name.lower() or search in p.path.lower()
                     or search in p.description.lower()]
-    archived = params.bool("archived")
+    archived = params.flag("archived")
     if archived is not None:
         projects = [p for p in projects if p.archived == archived]
-    visibility = params.str("visibility")
+    visibility = params.text("visibility")
     if visibility:
         projects = [p for p in projects if p.visibility == visibility]
-    if (params.bool("owned") or params.bool("membership")) and request.user_id is None:
+    if (params.flag("owned") or params.flag("membership")) and request.user_id is None:
         projects = []
-    order = params.str("order_by", "created_at") or "created_at"
+    order = params.text("order_by", "created_at") or "created_at"
     if order not in _ORDER_KEYS:
         raise ApiError(400, {"error": "order_by does not have a valid value"})
     key = "last_activity_at" if order == "updated_at" else order
-    projects.sort(key=lambda p: (getattr(p, key), p.id), reverse=(params.str("sort", "desc") != "asc"))
+    projects.sort(key=lambda p: (getattr(p, key), p.id), reverse=(params.text("sort", "desc") != "asc"))
     page, headers = paginate(request, projects)
     return Response.json([project_view(state, p, ctx.repo(p)) for p in page], headers=headers)
 
@@ -88,8 +88,8 @@ def get_project(ctx: Ctx, _r: Request, project: ProjectRecord, _a: Args) -> Resp
 def create_project(ctx: Ctx, request: Request, _a: Args) -> Response:
     """``POST /projects``: name and/or path, description, visibility, initialize_with_readme, default_branch."""
     params = request.params
-    name = params.str("name")
-    path = params.str("path")
+    name = params.text("name")
+    path = params.text("path")
     if not name and not path:
         raise ApiError(400, {"error": "name, path are missing, at least one parameter must be provided"})
     path = path or slug_of(name or "")
@@ -97,13 +97,13 @@ def create_project(ctx: Ctx, request: Request, _a: Args) -> Response:
     if not valid_project_path(path):
         raise bad_request({"path": ["can contain only letters, digits, '_', '-' and '.'. Cannot start with '-', "
                                     "end in '.git' or end in '.atom'"]})
-    visibility = params.str("visibility", "private") or "private"
+    visibility = params.text("visibility", "private") or "private"
     if visibility not in ("private", "internal", "public"):
         raise ApiError(400, {"error": "visibility does not have a valid value"})
-    default_branch = params.str("default_branch", "main") or "main"
-    record = new_project(ctx, name=name, path=path, description=params.str("description", "") or "",
+    default_branch = params.text("default_branch", "main") or "main"
+    record = new_project(ctx, name=name, path=path, description=params.text("description", "") or "",
                          visibility=visibility, default_branch=default_branch, user=request.require_user(),
-                         readme=bool(params.bool("initialize_with_readme")))
+                         readme=bool(params.flag("initialize_with_readme")))
     return Response.json(project_view(ctx.store.state, record, ctx.repo(record), detail=True), 201)
 
 
@@ -155,10 +155,10 @@ def new_project(
 def update_project(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``PUT /projects/:id``: name, description, visibility, default_branch."""
     params = request.params
-    branch = params.str("default_branch")
+    branch = params.text("default_branch")
     if branch is not None and branch not in ctx.repo(project).branches():
         raise bad_request({"base": ["Could not change HEAD: branch '" + branch + "' does not exist"]})
-    visibility = params.str("visibility")
+    visibility = params.text("visibility")
     if visibility is not None and visibility not in ("private", "internal", "public"):
         raise ApiError(400, {"error": "visibility does not have a valid value"})
 
@@ -169,11 +169,11 @@ def update_project(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args)
         update: dict[str, Any] = {"last_activity_at": now()}
         for field in ("name", "description"):
             if params.has(field):
-                update[field] = params.str(field) or ""
+                update[field] = params.text(field) or ""
         if visibility:
             update["visibility"] = visibility
         if params.has("archived"):
-            update["archived"] = bool(params.bool("archived"))
+            update["archived"] = bool(params.flag("archived"))
         record = current.model_copy(update=update)
         return state.replace_project(record), record
 
@@ -220,13 +220,13 @@ def delete_project(ctx: Ctx, _r: Request, project: ProjectRecord, _a: Args) -> R
 def list_members(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``GET /projects/:id/members`` and ``/members/all`` (no groups here: the same direct members)."""
     state = ctx.store.state
-    query = (request.params.str("query") or "").lower()
+    query = (request.params.text("query") or "").lower()
     views = []
     for member in project.members:
         user = state.user(member.user_id)
         if user is not None and (not query or query in user.username.lower() or query in user.name.lower()):
             views.append(member_view(user, member))
-    ids = request.params.int_list("user_ids")
+    ids = request.params.integers("user_ids")
     if ids:
         views = [v for v in views if v["id"] in ids]
     page, headers = paginate(request, views)
@@ -250,7 +250,7 @@ def _member(project: ProjectRecord, user_id: str) -> MemberRecord:
 
 
 def _access_level(request: Request) -> int:
-    level = request.params.int("access_level", required=True)
+    level = request.params.integer("access_level", required=True)
     if level not in ACCESS_LEVELS:
         raise ApiError(400, {"error": "access_level does not have a valid value"})
     return int(level or 0)
@@ -258,7 +258,7 @@ def _access_level(request: Request) -> int:
 
 def add_member(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/members``: user_id (id or username) or username, access_level."""
-    ident = request.params.str("user_id") or request.params.str("username")
+    ident = request.params.text("user_id") or request.params.text("username")
     if not ident:
         raise ApiError(400, {"error": "user_id, username are missing, exactly one parameter must be provided"})
     state = ctx.store.state
@@ -320,10 +320,10 @@ def remove_member(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> 
 def list_users(ctx: Ctx, request: Request, _a: Args) -> Response:
     """``GET /users``: username (exact) or search (name, username, email)."""
     users = list(ctx.store.state.users)
-    username = request.params.str("username")
+    username = request.params.text("username")
     if username:
         users = [u for u in users if u.username.lower() == username.lower()]
-    search = (request.params.str("search") or "").lower()
+    search = (request.params.text("search") or "").lower()
     if search:
         users = [u for u in users if search in u.username.lower() or search in u.name.lower()
                  or (request.user_id is not None and search == u.email.lower())]

@@ -14,14 +14,24 @@ from toolemu.services.gitlab.commits import (
     protection,
     valid_branch_name,
 )
-from toolemu.services.gitlab.http import ApiError, Request, Response, bad_request, missing, not_found, page_window, paginate
-from toolemu.services.gitlab.render import EXTERNAL_URL, commit_view, protected_branch_view
+from toolemu.services.gitlab.http import (
+    ApiError,
+    Request,
+    Response,
+    bad_request,
+    missing,
+    not_found,
+    page_window,
+    paginate,
+)
+from toolemu.services.gitlab.render import EXTERNAL_URL, commit_view
 from toolemu.services.gitlab.repo import Commit, FileAction, GitError, Repo
 from toolemu.services.gitlab.routing import Args, Ctx, Route, route
-from toolemu.services.gitlab.store import GitLabState, ProjectRecord, ProtectedBranchRecord
+from toolemu.services.gitlab.store import ProjectRecord
+
 
 def _ref(repo: Repo, request: Request, name: str = "ref", *, required: bool = False) -> str | None:
-    ref = request.params.str(name)
+    ref = request.params.text(name)
     if ref is None and required:
         raise missing(name)
     return ref or repo.default_branch()
@@ -68,25 +78,25 @@ def get_raw_file(ctx: Ctx, request: Request, project: ProjectRecord, args: Args)
 
 def _write_file(ctx: Ctx, request: Request, project: ProjectRecord, path: str, action: str) -> str:
     params = request.params
-    branch = params.str("branch", required=True) or ""
-    message = params.str("commit_message", required=True) or ""
+    branch = params.text("branch", required=True) or ""
+    message = params.text("commit_message", required=True) or ""
     content = b""
     if action != "delete":
-        content = decode_content(params.str("content", required=True) or "", params.str("encoding"))
+        content = decode_content(params.text("content", required=True) or "", params.text("encoding"))
     return commit_actions(ctx, project, branch, [FileAction(action, path, content)], message, author_of(request),
-                          params.str("start_branch"))
+                          params.text("start_branch"))
 
 
 def create_file(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``POST /projects/:id/repository/files/:file_path``: branch, content, commit_message, encoding."""
     _write_file(ctx, request, project, args["file_path"], "create")
-    return Response.json({"file_path": args["file_path"], "branch": request.params.str("branch")}, 201)
+    return Response.json({"file_path": args["file_path"], "branch": request.params.text("branch")}, 201)
 
 
 def update_file(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``PUT /projects/:id/repository/files/:file_path``."""
     _write_file(ctx, request, project, args["file_path"], "update")
-    return Response.json({"file_path": args["file_path"], "branch": request.params.str("branch")})
+    return Response.json({"file_path": args["file_path"], "branch": request.params.text("branch")})
 
 
 def delete_file(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
@@ -99,16 +109,16 @@ def tree(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Respon
     """``GET /projects/:id/repository/tree``: path, ref, recursive; directories first, paged."""
     repo = ctx.repo(project)
     ref = _ref(repo, request)
-    path = request.params.str("path", "") or ""
+    path = request.params.text("path", "") or ""
     if ref is None:
         if path:
             raise not_found("Tree")
         page, headers = paginate(request, [])
         return Response.json(page, headers=headers)
-    entries = repo.tree(ref, path, recursive=bool(request.params.bool("recursive")))
+    entries = repo.tree(ref, path, recursive=bool(request.params.flag("recursive")))
     if entries is None:
         raise not_found("Tree")
-    entries.sort(key=lambda e: (e.type != "tree", e.path) if not request.params.bool("recursive") else e.path)
+    entries.sort(key=lambda e: (e.type != "tree", e.path) if not request.params.flag("recursive") else e.path)
     views = [{"id": e.id, "name": e.name, "type": e.type, "path": e.path, "mode": e.mode} for e in entries]
     page, headers = paginate(request, views)
     return Response.json(page, headers=headers)
@@ -126,26 +136,28 @@ def list_commits(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -
     """``GET /projects/:id/repository/commits``: ref_name, path, since, until, all, with_stats; paged."""
     repo = ctx.repo(project)
     params = request.params
-    all_refs = bool(params.bool("all"))
-    ref = params.str("ref_name") or repo.default_branch()
+    all_refs = bool(params.flag("all"))
+    ref = params.text("ref_name") or repo.default_branch()
     if ref is None:
         if all_refs or not repo.branches():
             page, headers = paginate(request, [])
             return Response.json(page, headers=headers)
         raise not_found("Commit")
-    if not all_refs and repo.resolve(ref) is None:
+    if all_refs:
+        ref = "HEAD"
+    elif repo.resolve(ref) is None:
         raise not_found("Commit")
-    path = params.str("path")
+    path = params.text("path")
     offset, limit = page_window(request)
-    commits = repo.log(ref, path=path, since=params.str("since"), until=params.str("until"), skip=offset,
+    commits = repo.log(ref, path=path, since=params.text("since"), until=params.text("until"), skip=offset,
                        limit=limit, all_refs=all_refs)
-    total = repo.count(ref, path=path, all_refs=all_refs) if not (params.str("since") or params.str("until")) else \
+    total = repo.count(ref, path=path, all_refs=all_refs) if not (params.text("since") or params.text("until")) else \
         offset + len(commits)
     page, headers = paginate(request, commits, total=total)
     views = []
     for commit in page:
         view = commit_view(project, commit)
-        if params.bool("with_stats"):
+        if params.flag("with_stats"):
             view["stats"] = _stats(repo, commit)
         views.append(view)
     return Response.json(views, headers=headers)
@@ -165,8 +177,8 @@ def get_commit(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Res
 def create_commit(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/repository/commits``: branch, commit_message, actions[], start_branch."""
     params = request.params
-    branch = params.str("branch", required=True) or ""
-    message = params.str("commit_message", required=True) or ""
+    branch = params.text("branch", required=True) or ""
+    message = params.text("commit_message", required=True) or ""
     raw_actions = params.raw("actions")
     if not isinstance(raw_actions, list) or not raw_actions:
         raise missing("actions")
@@ -181,7 +193,7 @@ def create_commit(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) 
         content = decode_content(str(item.get("content") or ""), item.get("encoding"))
         previous = item.get("previous_path") if item["action"] == "move" else None
         actions.append(FileAction(item["action"], item["file_path"], content, previous))
-    start = params.str("start_branch") or params.str("start_sha")
+    start = params.text("start_branch") or params.text("start_sha")
     sha = commit_actions(ctx, project, branch, actions, message, author_of(request), start)
     commit = ctx.repo(project).commit(sha)
     if commit is None:
@@ -220,7 +232,7 @@ def _branch_views(ctx: Ctx, project: ProjectRecord, names: list[str] | None = No
 
 def list_branches(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``GET /projects/:id/repository/branches``: search; paged, by name."""
-    search = (request.params.str("search") or "").lower()
+    search = (request.params.text("search") or "").lower()
     names = [n for n in ctx.repo(project).branches() if search in n.lower()]
     page, headers = paginate(request, sorted(names))
     return Response.json(_branch_views(ctx, project, page), headers=headers)
@@ -236,8 +248,8 @@ def get_branch(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Res
 
 def create_branch(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/repository/branches``: branch, ref."""
-    name = request.params.str("branch", required=True) or ""
-    ref = request.params.str("ref", required=True) or ""
+    name = request.params.text("branch", required=True) or ""
+    ref = request.params.text("ref", required=True) or ""
     if not valid_branch_name(name):
         raise bad_request("Branch name is invalid")
     repo = ctx.repo(project)
@@ -275,91 +287,6 @@ def delete_merged_branches(ctx: Ctx, _r: Request, project: ProjectRecord, _a: Ar
     return Response.json({"message": "202 Accepted"}, 202)
 
 
-def list_protected(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
-    """``GET /projects/:id/protected_branches``: search; paged."""
-    search = (request.params.str("search") or "").lower()
-    rules = [protected_branch_view(p) for p in project.protected_branches if search in p.name.lower()]
-    page, headers = paginate(request, rules)
-    return Response.json(page, headers=headers)
-
-
-def get_protected(_c: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Response:
-    """``GET /projects/:id/protected_branches/:name``."""
-    rule = next((p for p in project.protected_branches if p.name == args["name"]), None)
-    if rule is None:
-        raise not_found()
-    return Response.json(protected_branch_view(rule))
-
-
-def _levels(request: Request, single: str, many: str, default: int | None) -> int | None:
-    value = request.params.int(single)
-    entries = request.params.raw(many)
-    if isinstance(entries, list):
-        levels = [int(e["access_level"]) for e in entries if isinstance(e, dict) and "access_level" in e]
-        value = min(levels) if levels else value
-    if value is not None and value not in (0, 30, 40, 60):
-        raise ApiError(400, {"error": f"{single} does not have a valid value"})
-    return default if value is None else value
-
-
-def protect(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
-    """``POST /projects/:id/protected_branches``: name, push/merge/unprotect_access_level, allow_force_push."""
-    name = request.params.str("name", required=True) or ""
-    push = _levels(request, "push_access_level", "allowed_to_push", 40) or 0
-    merge = _levels(request, "merge_access_level", "allowed_to_merge", 40) or 0
-    unprotect = _levels(request, "unprotect_access_level", "allowed_to_unprotect", 40) or 40
-    force = bool(request.params.bool("allow_force_push", False))
-
-    def add(state: GitLabState) -> tuple[GitLabState, ProtectedBranchRecord]:
-        current = state.project(str(project.id))
-        if current is None:
-            raise not_found("Project")
-        if any(p.name == name for p in current.protected_branches):
-            raise ApiError(409, {"message": f"Protected branch '{name}' already exists"})
-        state, pid = state.next_id("protected_branch")
-        rule = ProtectedBranchRecord(id=pid, name=name, push_access_level=push, merge_access_level=merge,
-                                     unprotect_access_level=unprotect, allow_force_push=force)
-        record = current.model_copy(update={"protected_branches": (*current.protected_branches, rule)})
-        return state.replace_project(record), rule
-
-    return Response.json(protected_branch_view(ctx.store.change(add)), 201)
-
-
-def update_protected(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
-    """``PATCH /projects/:id/protected_branches/:name``: allow_force_push, allowed_to_push/merge/unprotect."""
-
-    def edit(state: GitLabState) -> tuple[GitLabState, ProtectedBranchRecord]:
-        current = state.project(str(project.id))
-        rule = next((p for p in current.protected_branches if p.name == args["name"]), None) if current else None
-        if current is None or rule is None:
-            raise not_found()
-        new = rule.model_copy(update={
-            "push_access_level": _levels(request, "push_access_level", "allowed_to_push", rule.push_access_level),
-            "merge_access_level": _levels(request, "merge_access_level", "allowed_to_merge", rule.merge_access_level),
-            "unprotect_access_level": _levels(request, "unprotect_access_level", "allowed_to_unprotect",
-                                              rule.unprotect_access_level),
-            "allow_force_push": request.params.bool("allow_force_push", rule.allow_force_push),
-        })
-        rules = tuple(new if p.id == rule.id else p for p in current.protected_branches)
-        return state.replace_project(current.model_copy(update={"protected_branches": rules})), new
-
-    return Response.json(protected_branch_view(ctx.store.change(edit)))
-
-
-def unprotect(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Response:
-    """``DELETE /projects/:id/protected_branches/:name``."""
-
-    def drop(state: GitLabState) -> tuple[GitLabState, None]:
-        current = state.project(str(project.id))
-        if current is None or not any(p.name == args["name"] for p in current.protected_branches):
-            raise not_found()
-        rules = tuple(p for p in current.protected_branches if p.name != args["name"])
-        return state.replace_project(current.model_copy(update={"protected_branches": rules})), None
-
-    ctx.store.change(drop)
-    return Response.empty(204)
-
-
 def web_raw(ctx: Ctx, request: Request, project: ProjectRecord, segments: list[str]) -> Response:
     """The web UI's ``/<project>/-/raw/<ref>/<path>``: the longest branch name that prefixes the rest is the ref."""
     repo = ctx.repo(project)
@@ -388,9 +315,4 @@ ROUTES: tuple[Route, ...] = (
     route("DELETE", "repository/merged_branches", delete_merged_branches),
     route("GET", "repository/branches/*branch", get_branch),
     route("DELETE", "repository/branches/*branch", delete_branch),
-    route("GET", "protected_branches", list_protected),
-    route("POST", "protected_branches", protect),
-    route("GET", "protected_branches/*name", get_protected),
-    route("PATCH", "protected_branches/*name", update_protected),
-    route("DELETE", "protected_branches/*name", unprotect),
 )

@@ -53,7 +53,7 @@ def _view(repo: Repo, slug: str, path: str, fmt: str, *, content: bool) -> dict[
 def list_pages(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``GET /projects/:id/wikis``: ``with_content=1`` adds each page's text."""
     repo = ctx.repo(project, wiki=True)
-    with_content = bool(request.params.bool("with_content", False))
+    with_content = bool(request.params.flag("with_content", False))
     pages = sorted(_pages(repo).items(), key=lambda kv: title_of(kv[0]).lower())
     views = [_view(repo, slug, path, fmt, content=with_content) for slug, (path, fmt) in pages]
     page, headers = paginate(request, views)
@@ -74,13 +74,14 @@ def _commit(repo: Repo, actions: list[FileAction], message: str) -> None:
     parent = repo.branches().get(branch)
     sha = repo.write_commit(parent, actions, message, ROOT, int(time.time()))
     try:
-        repo.update_refs([f"update refs/heads/{branch} {sha} {parent}" if parent else f"create refs/heads/{branch} {sha}"])
+        ref = f"refs/heads/{branch}"
+        repo.update_refs([f"update {ref} {sha} {parent}" if parent else f"create {ref} {sha}"])
     except GitError as e:
         raise ApiError(400, {"message": "The wiki changed while saving; retry"}) from e
 
 
 def _format(request: Request, default: str = "markdown") -> str:
-    fmt = request.params.str("format", default) or default
+    fmt = request.params.text("format", default) or default
     if fmt not in _EXTENSIONS:
         raise ApiError(400, {"error": "format does not have a valid value"})
     return fmt
@@ -88,10 +89,10 @@ def _format(request: Request, default: str = "markdown") -> str:
 
 def create_page(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
     """``POST /projects/:id/wikis``: title, content, format."""
-    title = request.params.str("title")
+    title = request.params.text("title")
     if not title:
         raise missing("title")
-    content = request.params.str("content")
+    content = request.params.text("content")
     if content is None:
         raise missing("content")
     fmt = _format(request)
@@ -114,11 +115,11 @@ def update_page(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) 
         raise not_found("Wiki Page")
     old_path, old_fmt = found
     fmt = _format(request, old_fmt)
-    title = request.params.str("title")
+    title = request.params.text("title")
     slug = slug_of(title) if title else args["slug"]
     path = f"{slug}.{_EXTENSIONS[fmt]}"
     current = repo.blob(repo.head_branch() or "main", old_path)
-    content = request.params.str("content")
+    content = request.params.text("content")
     data = content.encode("utf-8") if content is not None else (current[1] if current else b"")
     action = FileAction("update", path, data) if path == old_path else FileAction("move", path, data, old_path)
     _commit(repo, [action], f"Update {title_of(slug)}")

@@ -20,6 +20,7 @@ from toolemu.services.gitlab import (
     api_merge_requests,
     api_planning,
     api_projects,
+    api_protected,
     api_repository,
     api_wiki,
 )
@@ -34,7 +35,7 @@ GLOBAL_ROUTES: tuple[Route, ...] = (
     *api_projects.GLOBAL_ROUTES, *api_issues.GLOBAL_ROUTES, *api_merge_requests.GLOBAL_ROUTES,
 )
 PROJECT_ROUTES: tuple[Route, ...] = (
-    *api_projects.PROJECT_ROUTES, *api_repository.ROUTES, *api_issues.PROJECT_ROUTES,
+    *api_projects.PROJECT_ROUTES, *api_repository.ROUTES, *api_protected.ROUTES, *api_issues.PROJECT_ROUTES,
     *api_merge_requests.PROJECT_ROUTES, *api_planning.PROJECT_ROUTES, *api_wiki.PROJECT_ROUTES,
 )
 _DENIED = (b"HTTP Basic: Access denied. If a password was provided for Git authentication, the password was "
@@ -101,7 +102,7 @@ class GitLabApp:
 
     def _request(self, environ: dict[str, Any], method: str, path: str, query: str, user_id: int | None,
                  body: bytes) -> Request:
-        host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', 'localhost')}:{environ.get('SERVER_PORT', '80')}"
+        host = environ.get("HTTP_HOST") or f"{environ.get('SERVER_NAME', 'localhost')}:{environ.get('SERVER_PORT')}"
         params = Params(query, body, environ.get("CONTENT_TYPE", "") or "")
         return Request(method, path, query, params, f"{environ.get('wsgi.url_scheme', 'http')}://{host}", user_id)
 
@@ -171,12 +172,12 @@ def _oauth_token(environ: dict[str, Any], query: str) -> Response:
     """``POST /oauth/token``: any grant with any credentials gets a bearer token (accepted like any other)."""
     body = read_body(environ).read()
     params = Params(query, body, environ.get("CONTENT_TYPE", "") or "")
-    grant = params.str("grant_type")
+    grant = params.text("grant_type")
     if grant not in ("password", "authorization_code", "refresh_token", "client_credentials"):
         return Response.json({"error": "unsupported_grant_type",
                               "error_description": "The authorization grant type is not supported."}, 400)
     return Response.json({"access_token": secrets.token_hex(32), "token_type": "Bearer", "expires_in": 7200,
-                          "refresh_token": secrets.token_hex(32), "scope": params.str("scope", "api"),
+                          "refresh_token": secrets.token_hex(32), "scope": params.text("scope", "api"),
                           "created_at": int(time.time())})
 
 

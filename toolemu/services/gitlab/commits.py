@@ -45,8 +45,8 @@ def decode_content(request_content: str, encoding: str | None) -> bytes:
 
 def author_of(request: Request) -> Identity:
     """``author_name``/``author_email`` if given, else root."""
-    name = request.params.str("author_name")
-    email = request.params.str("author_email")
+    name = request.params.text("author_name")
+    email = request.params.text("author_email")
     return Identity(name or ROOT.name, email or ROOT.email)
 
 
@@ -70,7 +70,8 @@ def commit_actions(
     if not valid_branch_name(branch):
         raise bad_request("Branch name is invalid")
     for act in actions:
-        if not valid_file_path(act.file_path) or (act.previous_path is not None and not valid_file_path(act.previous_path)):
+        paths = [act.file_path] + ([act.previous_path] if act.previous_path is not None else [])
+        if not all(valid_file_path(p) for p in paths):
             raise bad_request("Your changes could not be committed, because the file path is invalid")
     rule = protection(project, branch)
     if rule is not None and rule.push_access_level == 0:
@@ -84,7 +85,7 @@ def commit_actions(
             raise bad_request(f"Invalid reference name: {start_branch}")
     if parent is None and branches:
         raise bad_request("You can only create or edit files when you are on a branch")
-    present = _existing(repo, parent, [a.previous_path or a.file_path for a in actions] + [a.file_path for a in actions])
+    present = _existing(repo, parent, [p for a in actions for p in (a.file_path, a.previous_path) if p])
     for act in actions:
         if act.action == "create" and act.file_path in present:
             raise bad_request("A file with this name already exists")

@@ -134,15 +134,12 @@ def read_body(environ: dict[str, Any]) -> IO[bytes]:
     return spool
 
 
-def _rules_env(project: ProjectRecord | None, default: str | None) -> dict[str, str]:
-    if project is None:
-        return {}
+def _rules_env(project: ProjectRecord) -> dict[str, str]:
     no_push = [p.name for p in project.protected_branches if p.push_access_level == 0]
     no_force = [p.name for p in project.protected_branches if not p.allow_force_push]
     env = {"TOOLEMU_GITLAB_NO_PUSH": " ".join(no_push), "TOOLEMU_GITLAB_NO_FORCE": " ".join(no_force)}
     if project.archived:
         env["TOOLEMU_GITLAB_READONLY"] = "1"
-    _ = default
     return env
 
 
@@ -165,7 +162,8 @@ def run_backend(
               "receive.denyDeleteCurrent": "false"}
     env = git_env({
         "GIT_PROJECT_ROOT": str(ctx.state_dir / REPOS_DIR), "GIT_HTTP_EXPORT_ALL": "1",
-        "PATH_INFO": f"/{project.namespace}/{name}/{service_path}", "REQUEST_METHOD": environ.get("REQUEST_METHOD", "GET"),
+        "PATH_INFO": f"/{project.namespace}/{name}/{service_path}",
+        "REQUEST_METHOD": environ.get("REQUEST_METHOD", "GET"),
         "QUERY_STRING": environ.get("QUERY_STRING", ""), "CONTENT_TYPE": environ.get("CONTENT_TYPE", ""),
         "CONTENT_LENGTH": str(length), "REMOTE_ADDR": environ.get("REMOTE_ADDR", "127.0.0.1"),
         "GIT_CONFIG_COUNT": str(len(config)),
@@ -179,7 +177,7 @@ def run_backend(
         if environ.get(src):
             env[dst] = environ[src]
     if not wiki:
-        env.update(_rules_env(project, repo.default_branch()))
+        env.update(_rules_env(project))
     errors = tempfile.TemporaryFile()
     proc = subprocess.Popen(["git", "http-backend"], stdin=body, stdout=subprocess.PIPE, stderr=errors, env=env)
     body.close()

@@ -127,7 +127,7 @@ class Params:
         """The value as sent (str, list, number, bool, None)."""
         return self._values.get(name)
 
-    def str(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
+    def text(self, name: str, default: str | None = None, *, required: bool = False) -> str | None:
         """A text parameter."""
         value = self._values.get(name)
         if value is None:
@@ -140,7 +140,7 @@ class Params:
             return "true" if value else "false"
         return str(value)
 
-    def int(self, name: str, default: int | None = None, *, required: bool = False) -> int | None:
+    def integer(self, name: str, default: int | None = None, *, required: bool = False) -> int | None:
         """An integer parameter."""
         value = self._values.get(name)
         if value is None or value == "":
@@ -154,7 +154,7 @@ class Params:
         except (TypeError, ValueError) as e:
             raise invalid(name) from e
 
-    def bool(self, name: str, default: bool | None = None) -> bool | None:
+    def flag(self, name: str, default: bool | None = None) -> bool | None:
         """A boolean parameter (``true``/``false``/``1``/``0``)."""
         value = self._values.get(name)
         if value is None or value == "":
@@ -168,7 +168,7 @@ class Params:
             return False
         raise invalid(name)
 
-    def list(self, name: str) -> list[str] | None:
+    def items(self, name: str) -> list[str] | None:
         """A list parameter: a JSON array, ``name[]=`` repeats, or a comma list."""
         value = self._values.get(name)
         if value is None:
@@ -178,9 +178,9 @@ class Params:
         text = str(value)
         return [part.strip() for part in text.split(",") if part.strip()]
 
-    def int_list(self, name: str) -> list[int] | None:
+    def integers(self, name: str) -> list[int] | None:
         """A list of integers."""
-        items = self.list(name)
+        items = self.items(name)
         if items is None:
             return None
         try:
@@ -209,13 +209,15 @@ class Request:
         return self.user_id
 
 
-def paginate(request: Request, items: Sequence[Any], *, total: int | None = None) -> tuple[list[Any], list[tuple[str, str]]]:
+def paginate(
+    request: Request, items: Sequence[Any], *, total: int | None = None,
+) -> tuple[list[Any], list[tuple[str, str]]]:
     """Cuts ``page``/``per_page`` (default 20, at most 100) out of ``items`` and returns GitLab's paging headers.
 
     With ``total``, ``items`` is already the requested page and ``total`` counts all of them.
     """
-    page = max(1, request.params.int("page", 1) or 1)
-    per_page = request.params.int("per_page", 20) or 20
+    page = max(1, request.params.integer("page", 1) or 1)
+    per_page = request.params.integer("per_page", 20) or 20
     per_page = min(max(per_page, 1), 100)
     count = len(items) if total is None else total
     chunk = list(items[(page - 1) * per_page: page * per_page]) if total is None else list(items)
@@ -236,8 +238,8 @@ def paginate(request: Request, items: Sequence[Any], *, total: int | None = None
 
 def page_window(request: Request) -> tuple[int, int]:
     """(offset, limit) of the requested page, for sources that page themselves (git log)."""
-    page = max(1, request.params.int("page", 1) or 1)
-    per_page = min(max(request.params.int("per_page", 20) or 20, 1), 100)
+    page = max(1, request.params.integer("page", 1) or 1)
+    per_page = min(max(request.params.integer("per_page", 20) or 20, 1), 100)
     return (page - 1) * per_page, per_page
 
 

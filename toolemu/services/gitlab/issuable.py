@@ -40,7 +40,7 @@ def fuzzy_match(query: str, columns: Sequence[str]) -> bool:
 
 def _users_filter(state: GitLabState, request: Request, id_param: str, name_param: str) -> tuple[str, set[int]] | None:
     """(mode, ids) for an assignee/author filter: mode ``none``, ``any`` or ``ids``; None when not filtered."""
-    raw = request.params.str(id_param)
+    raw = request.params.text(id_param)
     if raw is not None:
         if raw.lower() == "none":
             return "none", set()
@@ -49,7 +49,7 @@ def _users_filter(state: GitLabState, request: Request, id_param: str, name_para
         if not raw.isdigit():
             raise invalid(id_param)
         return "ids", {int(raw)}
-    names = request.params.list(name_param) or request.params.list(name_param + "s")
+    names = request.params.items(name_param) or request.params.items(name_param + "s")
     if names:
         ids = {u.id for u in state.users if u.username.lower() in {n.lower() for n in names}}
         return "ids", ids or {-1}
@@ -60,17 +60,18 @@ def filter_items(state: GitLabState, project: ProjectRecord, items: Sequence[Ite
     """Applies GitLab's list filters shared by issues and merge requests, then its ordering."""
     params = request.params
     out = list(items)
-    wanted = params.str("state", "all") or "all"
+    wanted = params.text("state", "all") or "all"
     if wanted != "all":
         out = [i for i in out if i.state == wanted]
-    query = params.str("search")
+    query = params.text("search")
     if query:
-        scopes = params.list("in") or ["title", "description"]
-        out = [i for i in out if fuzzy_match(query, [getattr(i, s) or "" for s in scopes if s in ("title", "description")])]
-    iids = params.int_list("iids")
+        scopes = params.items("in") or ["title", "description"]
+        columns = [s for s in scopes if s in ("title", "description")]
+        out = [i for i in out if fuzzy_match(query, [getattr(i, s) or "" for s in columns])]
+    iids = params.integers("iids")
     if iids:
         out = [i for i in out if i.iid in iids]
-    labels = params.list("labels")
+    labels = params.items("labels")
     if labels:
         if [x.lower() for x in labels] == ["none"]:
             out = [i for i in out if not i.labels]
@@ -78,7 +79,7 @@ def filter_items(state: GitLabState, project: ProjectRecord, items: Sequence[Ite
             out = [i for i in out if i.labels]
         else:
             out = [i for i in out if all(x in i.labels for x in labels)]
-    milestone = params.str("milestone")
+    milestone = params.text("milestone")
     if milestone:
         ids = {m.id for m in project.milestones if m.title == milestone}
         if milestone.lower() == "none":
@@ -97,19 +98,21 @@ def filter_items(state: GitLabState, project: ProjectRecord, items: Sequence[Ite
         out = [i for i in out if i.author_id in author[1]]
     for param, field, before in (("created_after", "created_at", False), ("created_before", "created_at", True),
                                  ("updated_after", "updated_at", False), ("updated_before", "updated_at", True)):
-        bound = params.str(param)
+        bound = params.text(param)
         if bound:
             out = [i for i in out if (getattr(i, field) < bound) == before]
-    order = params.str("order_by", "created_at") or "created_at"
+    order = params.text("order_by", "created_at") or "created_at"
     if order not in ("created_at", "updated_at", "title", "due_date", "priority", "label_priority", "relative_position",
                      "popularity", "milestone_due", "merged_at"):
         raise ApiError(400, {"error": "order_by does not have a valid value"})
     key = order if order in ("created_at", "updated_at", "title") else "created_at"
-    out.sort(key=lambda i: (getattr(i, key), i.id), reverse=(params.str("sort", "desc") != "asc"))
+    out.sort(key=lambda i: (getattr(i, key), i.id), reverse=(params.text("sort", "desc") != "asc"))
     return out
 
 
-def ensure_labels(state: GitLabState, project: ProjectRecord, names: Sequence[str]) -> tuple[GitLabState, ProjectRecord]:
+def ensure_labels(
+    state: GitLabState, project: ProjectRecord, names: Sequence[str],
+) -> tuple[GitLabState, ProjectRecord]:
     """Creates the labels of ``names`` the project lacks (GitLab does so when an issue names them)."""
     have = {label.name for label in project.labels}
     added = list(project.labels)
@@ -126,11 +129,11 @@ def label_edit(current: Sequence[str], request: Request) -> tuple[str, ...] | No
     params = request.params
     if not any(params.has(p) for p in ("labels", "add_labels", "remove_labels")):
         return None
-    labels = list(params.list("labels") or []) if params.has("labels") else list(current)
-    for name in params.list("add_labels") or []:
+    labels = list(params.items("labels") or []) if params.has("labels") else list(current)
+    for name in params.items("add_labels") or []:
         if name not in labels:
             labels.append(name)
-    removed = set(params.list("remove_labels") or [])
+    removed = set(params.items("remove_labels") or [])
     return tuple(x for x in labels if x not in removed)
 
 
@@ -140,9 +143,9 @@ def assignee_edit(state: GitLabState, request: Request) -> tuple[int, ...] | Non
     if params.has("assignee_ids"):
         raw: Any = params.raw("assignee_ids")
         ids = [int(v) for v in raw] if isinstance(raw, list) and all(str(v).isdigit() for v in raw) else \
-            (params.int_list("assignee_ids") or [])
+            (params.integers("assignee_ids") or [])
     elif params.has("assignee_id"):
-        ids = [params.int("assignee_id") or 0]
+        ids = [params.integer("assignee_id") or 0]
     else:
         return None
     return tuple(i for i in dict.fromkeys(ids) if i and state.user(i) is not None)
@@ -152,7 +155,7 @@ def milestone_edit(project: ProjectRecord, request: Request) -> tuple[bool, int 
     """(given, milestone id) from ``milestone_id``; an id the project lacks is dropped, as GitLab does."""
     if not request.params.has("milestone_id"):
         return False, None
-    value = request.params.int("milestone_id")
+    value = request.params.integer("milestone_id")
     return True, value if any(m.id == value for m in project.milestones) else None
 
 
@@ -160,7 +163,7 @@ def due_date(request: Request) -> tuple[bool, str | None]:
     """(given, date) from ``due_date`` (``YYYY-MM-DD``; empty clears)."""
     if not request.params.has("due_date"):
         return False, None
-    text = request.params.str("due_date") or ""
+    text = request.params.text("due_date") or ""
     if not text:
         return True, None
     try:

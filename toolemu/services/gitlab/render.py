@@ -88,7 +88,7 @@ def project_view(state: GitLabState, project: ProjectRecord, repo: Repo, *, deta
         "http_url_to_repo": f"{web}.git", "web_url": web,
         "readme_url": f"{web}/-/blob/{default}/README.md" if default else None,
         "forks_count": 0, "avatar_url": None, "star_count": 0, "last_activity_at": project.last_activity_at,
-        "namespace": _namespace(project), "container_registry_image_prefix": f"{HOSTNAME}:5050/{project.path_with_namespace}",
+        "namespace": _namespace(project),
         "_links": {
             "self": api, "issues": f"{api}/issues", "merge_requests": f"{api}/merge_requests",
             "repo_branches": f"{api}/repository/branches", "labels": f"{api}/labels", "events": f"{api}/events",
@@ -116,7 +116,8 @@ def label_view(label: LabelRecord, project: ProjectRecord) -> dict[str, Any]:
     mrs = sum(1 for m in project.merge_requests if m.state == "opened" and label.name in m.labels)
     return {
         "id": label.id, "name": label.name, "color": label.color, "text_color": "#FFFFFF",
-        "description": label.description or None, "description_html": label.description, "open_issues_count": open_issues,
+        "description": label.description or None, "description_html": label.description,
+        "open_issues_count": open_issues,
         "closed_issues_count": closed, "open_merge_requests_count": mrs, "subscribed": False, "priority": None,
         "is_project_label": True,
     }
@@ -155,7 +156,8 @@ def issue_view(state: GitLabState, project: ProjectRecord, issue: IssueRecord) -
         "closed_by": user_basic(state.user(issue.closed_by_id)) if issue.closed_by_id else None,
         "labels": list(issue.labels), "milestone": _milestone(project, issue.milestone_id), "assignees": assignees,
         "author": user_basic(state.user(issue.author_id)), "type": "ISSUE",
-        "assignee": assignees[0] if assignees else None, "user_notes_count": sum(1 for n in issue.notes if not n.system),
+        "assignee": assignees[0] if assignees else None,
+        "user_notes_count": sum(1 for n in issue.notes if not n.system),
         "merge_requests_count": 0, "upvotes": 0, "downvotes": 0, "due_date": issue.due_date,
         "confidential": issue.confidential, "discussion_locked": None, "issue_type": "issue", "web_url": web,
         "time_stats": {"time_estimate": 0, "total_time_spent": 0, "human_time_estimate": None,

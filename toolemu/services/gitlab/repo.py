@@ -105,9 +105,9 @@ def _safe_ref(ref: str) -> bool:
 def valid_file_path(path: str) -> bool:
     """Returns whether ``path`` names a file inside a repository (relative, no ``..``, no control characters)."""
     parts = path.split("/")
-    return bool(path) and not path.startswith("/") and all(p not in ("", ".", "..", ".git") for p in parts) and not any(
-        ord(c) < 32 for c in path
-    )
+    if not path or path.startswith(("/", '"')) or any(ord(c) < 32 for c in path):
+        return False
+    return all(p not in ("", ".", "..", ".git") for p in parts)
 
 
 class Repo:
@@ -116,7 +116,9 @@ class Repo:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def run(self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    def run(
+        self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
         """Runs ``git args`` in this repository and returns the finished process (any exit status).
 
         Raises:
@@ -135,7 +137,9 @@ class Repo:
         except subprocess.TimeoutExpired as e:
             raise GitError(args, -1, "timed out") from e
 
-    def git(self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None, check: bool = True) -> bytes:
+    def git(
+        self, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None, check: bool = True,
+    ) -> bytes:
         """Runs ``git args`` in this repository and returns its standard output.
 
         Raises:
@@ -197,7 +201,13 @@ class Repo:
         self, ref: str, *, path: str | None = None, since: str | None = None, until: str | None = None,
         skip: int = 0, limit: int | None = None, all_refs: bool = False,
     ) -> list[Commit]:
-        """Commits reachable from ``ref`` (or every branch), newest first."""
+        """Commits reachable from ``ref`` (or every branch), newest first.
+
+        Raises:
+            GitError: ``ref`` looks like an option or holds a control character.
+        """
+        if not _safe_ref(ref):
+            raise GitError(("log",), 128, f"bad revision {ref!r}")
         args = ["log", f"--format={_LOG_FORMAT}", f"--skip={skip}"]
         if limit is not None:
             args.append(f"--max-count={limit}")
@@ -210,6 +220,8 @@ class Repo:
 
     def count(self, ref: str, *, path: str | None = None, all_refs: bool = False) -> int:
         """How many commits :meth:`log` would list without skip and limit."""
+        if not _safe_ref(ref):
+            raise GitError(("rev-list",), 128, f"bad revision {ref!r}")
         args = ["rev-list", "--count", "--branches" if all_refs else ref]
         args += ["--", path] if path else []
         return int(self.git(*args).strip() or b"0")

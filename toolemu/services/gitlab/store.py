@@ -158,7 +158,7 @@ class ProjectRecord(Frozen):
     milestones: tuple[MilestoneRecord, ...] = ()
     issues: tuple[IssueRecord, ...] = ()
     merge_requests: tuple[MergeRequestRecord, ...] = ()
-    iid_counters: dict[str, int] = {}
+    iid_counters: dict[str, int] = Field(default_factory=dict)
     """Last iid handed out per kind (``issue``, ``merge_request``, ``milestone``); iids are never reused."""
 
     @property
