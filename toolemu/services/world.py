@@ -52,7 +52,7 @@ class RepoCommit(Frozen):
     """Username of the author (an employee or ``root``)."""
     date: str
     """ISO 8601 UTC time, e.g. ``2024-05-02T10:00:00Z``."""
-    files: dict[str, str | None] = {}
+    files: dict[str, str | None] = Field(default_factory=dict)
 
 
 class RepoBranch(Frozen):
@@ -137,7 +137,7 @@ class GitLabProject(Frozen):
     created_at: str
     standin: tuple[StandinPart, ...] = ()
     """The parts whose content we wrote (the structure itself, path and name, is TAC's)."""
-    members: dict[str, AccessLevel] = {}
+    members: dict[str, AccessLevel] = Field(default_factory=dict)
     """Username -> role; root is the owner of every project and need not be listed."""
     history: tuple[RepoCommit, ...] = ()
     """Commits of the default branch ``main``, oldest first."""
@@ -154,9 +154,9 @@ class PlaneFacts(Frozen):
     """The ids of TAC's Plane workspace that tasks and evaluators hard-code."""
 
     workspace_slug: str = "tac"
-    project_ids: dict[str, str] = {}
+    project_ids: dict[str, str] = Field(default_factory=dict)
     """Project name -> uuid (``OpenHands``)."""
-    user_ids: dict[str, str] = {}
+    user_ids: dict[str, str] = Field(default_factory=dict)
     """Plane username -> uuid (``emilyzhou``)."""
 
 
@@ -168,7 +168,7 @@ class World(Frozen):
     employees: tuple[Person, ...]
     gitlab: tuple[GitLabProject, ...]
     plane: PlaneFacts = PlaneFacts()
-    files: Mapping[str, Mapping[str, bytes]] = {}
+    files: Mapping[str, Mapping[str, bytes]] = Field(default_factory=dict)
     """Per-case files placed in a service: service -> path -> bytes (e.g. ownCloud documents)."""
     _fingerprint: str | None = PrivateAttr(default=None)
 
@@ -245,14 +245,18 @@ def _check_references(world: World) -> None:
         milestones = {m.title for m in project.milestones}
         commits = [*project.history, *(c for b in project.branches for c in b.commits)]
         people = [*project.members, *(c.author for c in commits)]
-        for item in (*project.issues, *project.merge_requests):
-            people += [item.author, *item.assignees]
+        for issue in project.issues:
+            people += [issue.author, *issue.assignees]
+        for mr in project.merge_requests:
+            people += [mr.author, *mr.assignees]
         for name in people:
             if name not in usernames:
                 raise ValueError(f"GitLab project {project.path!r} names unknown user {name!r}")
         for issue in project.issues:
             if issue.milestone is not None and issue.milestone not in milestones:
-                raise ValueError(f"issue {issue.title!r} of {project.path!r} names unknown milestone {issue.milestone!r}")
+                raise ValueError(
+                    f"issue {issue.title!r} of {project.path!r} names unknown milestone {issue.milestone!r}"
+                )
         for mr in project.merge_requests:
             if mr.source_branch not in branches or mr.target_branch not in branches:
                 raise ValueError(f"merge request {mr.title!r} of {project.path!r} names an unknown branch")
