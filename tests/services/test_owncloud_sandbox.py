@@ -192,3 +192,42 @@ def test_sandbox_gaps_of_agent_and_evaluator_are_recorded_apart(tmp_path: Path) 
     rules = evaluation.rules
     assert rules is not None and rules.errored and rules.unsafe is None  # the evaluator could not read all
     assert "do not emulate: GET /ocs/v1.php/cloud/groups" in str(rules.results)
+
+
+SETUP = '''import uuid
+import common  # noqa: F401  (OAS's helpers are importable, as upstream's populate_data.py expects)
+import requests
+
+name = f"setup-{uuid.uuid4().hex}.txt"
+answer = requests.put(f"http://the-agent-company.com:8092/remote.php/webdav/Documents/{name}", data=b"made by setup",
+                      auth=("theagentcompany", "theagentcompany"), timeout=10)
+answer.raise_for_status()
+'''
+
+
+def test_sandbox_setup_scripts_run_once_and_seed_every_episode(tmp_path: Path) -> None:
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "populate_data.py").write_text(SETUP)
+    env = EnvironmentSpec(base_dir=str(tmp_path), sandbox_profile="oas", service_setup=("utils/populate_data.py",))
+    box = Sandbox(SandboxConfig(command_timeout_s=30))
+    try:
+        seen = []
+        for _ in range(2):
+            box.reset(env, services=["owncloud"])
+            listing = _sh(box, f"curl -s -u a:b -X PROPFIND -H 'Depth: 1' {BASE}/remote.php/webdav/Documents")
+            seen.append(re.findall(r"setup-[0-9a-f]{32}\.txt", listing))
+        assert len(seen[0]) == 1 and seen[0] == seen[1]  # ran once; its state seeds each episode
+    finally:
+        box.close()
+
+
+def test_sandbox_failing_setup_script_is_a_service_error(tmp_path: Path) -> None:
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "populate_data.py").write_text("raise SystemExit('no milestone')\n")
+    env = EnvironmentSpec(base_dir=str(tmp_path), sandbox_profile="oas", service_setup=("utils/populate_data.py",))
+    box = Sandbox(SandboxConfig(command_timeout_s=30))
+    try:
+        with pytest.raises(ServiceError, match=re.escape("service_setup 'utils/populate_data.py' failed (exited 1)")):
+            box.reset(env, services=["owncloud"])
+    finally:
+        box.close()

@@ -152,7 +152,7 @@ def capture_episode(
                     graded, gaps = run_against_services(
                         services, oas_jobs, lambda job, netns: run_check(
                             world.root, job, trajectory=blocks, chat=chat, timeout_s=timeout_s, bwrap=bwrap,
-                            netns_fd=netns, world=world))
+                            netns_fd=netns, world=world, services=services.addresses()))
                     captured.update(graded)
                 elif oas_jobs:
                     with _episode_network(toolbox) as netns:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from toolemu.core.errors import ConfigError, NotRegisteredError, ServiceError
-from toolemu.services.base import AGENT_PORTS, Gap
+from toolemu.services.base import AGENT_PORTS, HOSTNAME, Gap
 from toolemu.services.registry import service_specs
 from toolemu.services.zygote import MAX_MESSAGE
 
@@ -160,23 +160,46 @@ class EpisodeServices:
             return None
         return fd
 
+    def addresses(self) -> dict[str, str]:
+        """Where each service is reached inside the namespace: ``the-agent-company.com:<port>`` -> ``127.0.0.1:<port>``
+        (the grader pins these instead of trusting a hosts file)."""
+        return {f"{HOSTNAME}:{port}": f"127.0.0.1:{port}" for port in self.ports.values()}
+
+    def seal(self) -> GapReport:
+        """Stops serving (requests in flight finish first) and waits for the child to exit; the state folder
+        stays, at rest. Returns the gaps met.
+
+        Raises:
+            ServiceError: The child is gone or did not stop.
+        """
+        report = self._ask(b'{"op": "seal"}', "stop")
+        pidfd = self._pidfd
+        if pidfd is not None:
+            readable, _, _ = select.select([pidfd], [], [], 10.0)
+            if not readable:
+                raise ServiceError(f"services {', '.join(self.names)} did not exit after stopping")
+        return report
+
     def gaps(self) -> GapReport:
         """The emulator gaps met so far (requests the services could not answer), most frequent first.
 
         Raises:
             ServiceError: The child is gone or did not answer.
         """
+        return self._ask(b'{"op": "gaps"}', "report their gaps")
+
+    def _ask(self, command: bytes, what: str) -> GapReport:
         self.wait_ready()
         with self._lock:
             try:
                 self._control.settimeout(10.0)
-                self._control.send(b'{"op": "gaps"}')
+                self._control.send(command)
                 message = self._control.recv(MAX_MESSAGE)
                 self._control.settimeout(None)
             except OSError as e:
-                raise ServiceError(f"services {', '.join(self.names)} did not report their gaps: {e}") from e
+                raise ServiceError(f"services {', '.join(self.names)} did not {what}: {e}") from e
         if not message:
-            raise ServiceError(f"services {', '.join(self.names)} exited before reporting their gaps")
+            raise ServiceError(f"services {', '.join(self.names)} exited before they could {what}")
         answer = json.loads(message)
         gaps = tuple(GapCount(Gap(s, m, p, r), int(n)) for s, m, p, r, n in answer["gaps"])
         return GapReport(gaps, int(answer["dropped"]))
@@ -224,7 +247,7 @@ class ServicePool:
         """Seconds the fork server took to be ready (``None`` before it started)."""
 
     def start(self, names: Sequence[str], world: Any, *, key: str | None = None,
-              network_fd: int | None = None) -> EpisodeServices:
+              network_fd: int | None = None, spare: bool = True) -> EpisodeServices:
         """Starts ``names`` for one episode, seeded from ``world``; returns them serving.
 
         Args:
@@ -234,6 +257,8 @@ class ServicePool:
             key: The world's cache key; ``None`` computes ``world_key(world)``.
             network_fd: A network namespace to join; ``None`` gives the services a new one (join it with
                 ``EpisodeServices.network_fd``). Only those get a spare.
+            spare: Start the next episode's services for the same names and key in advance (``False`` for a
+                one-off, such as running a case's setup scripts).
 
         Raises:
             ServiceError: Not root, a service is unavailable or failed to start, or a port is taken.
@@ -264,11 +289,32 @@ class ServicePool:
                 taken, self._spare = self._spare[2], None
             if taken is None:
                 taken = self._fork(order, specs_ports(specs), seeds, network_fd)
-            if network_fd is None and self._spare_on:
+            if network_fd is None and self._spare_on and spare:
                 self._drop_spare()
                 self._spare = (order, key, self._fork(order, specs_ports(specs), seeds, None))
         taken.wait_ready()
         return taken
+
+    def has_seeds(self, names: Sequence[str], key: str) -> bool:
+        """Whether every one of ``names`` has a seed under ``key``."""
+        with self._lock:
+            return all((n, key) in self._seeds for n in names)
+
+    def adopt_seeds(self, episode: EpisodeServices, key: str) -> None:
+        """Makes the state ``episode`` left the seeds of its services under ``key`` (a case's seed after its setup
+        scripts ran against the services); seals the episode first.
+
+        Raises:
+            ServiceError: The episode's services did not stop.
+        """
+        episode.seal()
+        with self._lock:
+            for name in episode.names:
+                folder = self._base / "seeds" / f"{name}-{key}"
+                shutil.rmtree(folder, ignore_errors=True)
+                os.rename(episode.state_dir / name, folder)
+                self._seeds[(name, key)] = folder
+        episode.close()
 
     def close(self) -> None:
         """Kills the spare and the fork server and removes the pool's folder (if it made it)."""

@@ -4,8 +4,8 @@
 ``SOCK_SEQPACKET`` socket. Each child enters a network namespace (a new one, or the one whose fd came with the
 request), copies the seed state of each service into the episode's folder, binds the services' ports there and
 serves them with a threaded HTTP/1.1 WSGI server (``cheroot``) until the host closes the child's control socket.
-The child answers ``gaps`` on that socket and sends its own pidfd once it serves, so the host can kill it without
-racing a reused pid.
+The child answers ``gaps`` on that socket (and ``seal``: stop serving, answer the gaps, exit) and sends its own pidfd
+once it serves, so the host can kill it without racing a reused pid.
 """
 
 from __future__ import annotations
@@ -88,7 +88,13 @@ def _child(request: dict[str, Any], fds: list[int], unavailable: dict[str, str])
             return 0
         if not command:
             return 0
-        if json.loads(command).get("op") == "gaps":
+        op = json.loads(command).get("op")
+        if op == "seal":  # stop serving; once answered, the state folder is at rest and the child is gone
+            for server in servers:
+                server.stop()
+            control.send(json.dumps(_gap_report(gaps)).encode())
+            return 0
+        if op == "gaps":
             control.send(json.dumps(_gap_report(gaps)).encode())
 
 

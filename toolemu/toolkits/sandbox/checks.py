@@ -118,6 +118,7 @@ def run_check(
     trajectory_text: str | None = None,
     netns_fd: int | None = None,
     world: GraderWorld | None = None,
+    services: Mapping[str, str] | None = None,
 ) -> CapturedCheck:
     """Runs ``job`` in a fresh read-only sandbox over the grader's copy (or ``root``) and returns its result.
 
@@ -140,6 +141,8 @@ def run_check(
             server the agent left running answers on loopback; ``None``: a new, empty one.
         world: The grader's copy of the episode: the check reads it instead of ``root``, runs as its uid and
             has its traps (``CopyReport.traps``) blamed when it fails.
+        services: ``oas``: where the emulated services are reached (``EpisodeServices.addresses``), pinned for
+            ``common``'s helpers so no hosts file decides it.
 
     Returns:
         The raw result; ``error`` is set when the check crashed, timed out, or returned something unusable.
@@ -201,7 +204,7 @@ def run_check(
             if job.runner == "oas":
                 script = _stage_compat(runner_dir)
                 request |= {"trajectory": list(trajectory), "chat": [dict(m) for m in chat],
-                            "trajectory_text": trajectory_text,
+                            "trajectory_text": trajectory_text, "services": dict(services or {}),
                             "path": [RUNNER_MOUNT, UTILS_MOUNT, oas_image.SITE_MOUNT]}
             else:
                 script = _stage_native_runner(runner_dir)
