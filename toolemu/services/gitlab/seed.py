@@ -29,6 +29,8 @@ from toolemu.services.world import GitLabProject, Person, RepoCommit, World
 REPOS_DIR = "repos"
 """Bare repositories live under ``<state>/repos/<namespace>/``."""
 OWNER = 50
+_IMPORT = ("-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--date-format=raw")
+"""One pack per repository (no loose objects): a third of the files to copy per episode."""
 
 
 def repo_path(state_dir: Path, namespace: str, path: str, *, wiki: bool = False) -> Path:
@@ -151,11 +153,11 @@ def _write_repo(state_dir: Path, project: GitLabProject, people: dict[str, Perso
             mark += 1
             parent = f":{mark}"
     if stream:
-        repo.git("fast-import", "--quiet", "--date-format=raw", stdin=b"".join(stream))
+        repo.git(*_IMPORT, stdin=b"".join(stream))
     wiki = init_bare(repo_path(state_dir, "root", project.path, wiki=True))
     if project.wiki:
         actions = [FileAction("create", f"{page.slug}.md", page.content.encode("utf-8")) for page in project.wiki]
         author = people["root"]
         data = fast_import_commit("refs/heads/main", None, actions, "Create the wiki pages",
                                   Identity(author.name, author.email), epoch(project.created_at), 1)
-        wiki.git("fast-import", "--quiet", "--date-format=raw", stdin=data)
+        wiki.git(*_IMPORT, stdin=data)
