@@ -116,3 +116,15 @@ def test_git_clone_of_a_dotted_project_name_and_without_dot_git(gitlab: Served, 
     git("clone", "-q", bare, str(tmp_path / "s"))
     assert (tmp_path / "s" / "README.md").is_file()
     assert not gitlab.gaps.snapshot()
+
+
+def test_git_push_of_a_large_pack_goes_chunked_and_lands(gitlab: Served, tmp_path: Path) -> None:
+    work = tmp_path / "streamlit"
+    git("clone", "-q", gitlab.git_url("streamlit"), str(work))
+    (work / "data.bin").write_bytes(os.urandom(3 * 1024 * 1024))  # over git's 1 MiB http.postBuffer: chunked body
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "Add sample data", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    meta = requests.get(f"{gitlab.api}/projects/root%2Fstreamlit/repository/files/data.bin", params={"ref": "main"},
+                        headers=TOKEN, timeout=10).json()
+    assert meta["size"] == 3 * 1024 * 1024
