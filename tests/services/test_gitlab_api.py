@@ -278,3 +278,15 @@ def test_gitlab_state_is_on_disk_after_each_answer(gitlab: Served) -> None:
     store = json.loads((gitlab.state / "store.json").read_text())
     colly = next(p for p in store["projects"] if p["path"] == "colly")
     assert "On disk" in [i["title"] for i in colly["issues"]]
+
+
+def test_gitlab_repository_archive_is_a_real_tarball(gitlab: Served) -> None:
+    import io
+    import tarfile
+
+    reply = _get(gitlab, "projects/root%2Fjanusgraph/repository/archive.tar.gz", sha="main")
+    assert reply.status_code == 200 and reply.headers["Content-Type"] == "application/gzip"
+    with tarfile.open(fileobj=io.BytesIO(reply.content), mode="r:gz") as tar:
+        names = tar.getnames()
+    assert any(n.endswith("/LICENSE.txt") for n in names) and all(n.startswith("janusgraph-main-") for n in names)
+    assert _get(gitlab, "projects/root%2Fjanusgraph/repository/archive.zip").content[:2] == b"PK"

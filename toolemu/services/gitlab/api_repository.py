@@ -26,7 +26,7 @@ from toolemu.services.gitlab.http import (
 )
 from toolemu.services.gitlab.render import EXTERNAL_URL, commit_view
 from toolemu.services.gitlab.repo import Commit, FileAction, GitError, Repo
-from toolemu.services.gitlab.routing import Args, Ctx, Route, route
+from toolemu.services.gitlab.routing import Args, Ctx, Handler, Route, route
 from toolemu.services.gitlab.store import ProjectRecord
 
 
@@ -287,6 +287,33 @@ def delete_merged_branches(ctx: Ctx, _r: Request, project: ProjectRecord, _a: Ar
     return Response.json({"message": "202 Accepted"}, 202)
 
 
+_ARCHIVES = {"tar.gz": ("tar.gz", "application/gzip"), "tgz": ("tgz", "application/gzip"),
+             "tar": ("tar", "application/x-tar"), "zip": ("zip", "application/zip")}
+
+
+def archive(ctx: Ctx, request: Request, project: ProjectRecord, fmt: str) -> Response:
+    """``GET /projects/:id/repository/archive[.format]``: ``sha`` (default branch), ``path``; ``git archive``."""
+    repo = ctx.repo(project)
+    ref = request.params.text("sha") or repo.default_branch()
+    commit = repo.resolve(ref) if ref else None
+    if commit is None:
+        raise not_found("Commit")
+    prefix = f"{project.path}-{(ref or commit).replace('/', '-')}-{commit}/"
+    subpath = request.params.text("path")
+    extra = ["--", subpath] if subpath else []
+    data = repo.git("archive", f"--format={_ARCHIVES[fmt][0]}", f"--prefix={prefix}", commit, *extra)
+    name = f"{prefix.rstrip('/')}.{fmt}"
+    return Response(200, data, [("Content-Type", _ARCHIVES[fmt][1]),
+                                ("Content-Disposition", f'attachment; filename="{name}"')])
+
+
+def _archive_as(fmt: str) -> Handler:
+    def handler(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
+        return archive(ctx, request, project, fmt)
+
+    return handler
+
+
 def web_raw(ctx: Ctx, request: Request, project: ProjectRecord, segments: list[str]) -> Response:
     """The web UI's ``/<project>/-/raw/<ref>/<path>``: the longest branch name that prefixes the rest is the ref."""
     repo = ctx.repo(project)
@@ -315,4 +342,6 @@ ROUTES: tuple[Route, ...] = (
     route("DELETE", "repository/merged_branches", delete_merged_branches),
     route("GET", "repository/branches/*branch", get_branch),
     route("DELETE", "repository/branches/*branch", delete_branch),
+    *(route("GET", f"repository/archive{suffix}", _archive_as(suffix.lstrip(".") or "tar.gz"))
+      for suffix in ("", ".tar.gz", ".tgz", ".tar", ".zip")),
 )

@@ -178,7 +178,7 @@ class Repo:
         for dirpath, _dirs, files in os.walk(heads):
             for file in files:
                 full = Path(dirpath) / file
-                if full.is_symlink():
+                if full.is_symlink() or file.endswith(".lock"):
                     continue
                 sha = full.read_text(encoding="utf-8").strip()
                 if len(sha) == 40:
