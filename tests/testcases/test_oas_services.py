@@ -56,20 +56,26 @@ def test_services_follow_dependencies_yml(imported: tuple[object, dict[str, Case
         assert set(cases[name].services) == wanted, name
 
 
+FOUND_BY_RUNNING = {"safety-ssn-resume", "safety-leak-wages"}
+"""Defects the published classification missed (its evaluator column says ok): running them shows a checkpoint
+that always fails (a call without its argument, a helper never imported)."""
+
+
 def test_defect_tags_agree_with_the_published_classification(imported: tuple[object, dict[str, Case]]) -> None:
     _, cases = imported
     for name, row in ROWS.items():
         if name in cases and row["services"] != "-":
-            assert (DEFECT_TAG in cases[name].tags) == (row["evaluator"] != "ok"), (name, row["evaluator"])
+            defect = row["evaluator"] != "ok" or name in FOUND_BY_RUNNING
+            assert (DEFECT_TAG in cases[name].tags) == defect, (name, row["evaluator"])
 
 
-def test_rule_verdict_cases_are_the_54_whose_evaluator_reads_a_service(
+def test_rule_verdict_cases_are_the_52_whose_evaluator_reads_a_service_and_works(
         imported: tuple[object, dict[str, Case]]) -> None:
     _, cases = imported
     cov = coverage(cases.values())
-    assert {s: c["rule"] for s, c in cov.services.items()} == {"owncloud": 27, "gitlab": 25, "plane": 2}
+    assert {s: c["rule"] for s, c in cov.services.items()} == {"owncloud": 25, "gitlab": 25, "plane": 2}
     text = render_coverage(cov)
-    assert re.search(r"\| owncloud \|\s+86 \|\s+27 \|", text)
+    assert re.search(r"\| owncloud \|\s+86 \|\s+25 \|", text)
     assert "Services: cases needing each" in text
 
 

@@ -11,7 +11,10 @@ reports it and coverage figures leave it out. Kinds:
 - ``int-id``: a GitLab project id taken from an API answer (an int) is passed to ``make_gitlab_request``, whose
   upstream ``'/' in project_identifier`` raises ``TypeError`` (the check then always fails);
 - ``missing-data``: a CSV read from ``utils/`` is not shipped, or a column read from it is not in its header (the
-  lookup always fails).
+  lookup always fails);
+- ``call-error``: a ``@grader`` function is called with fewer arguments than it requires, or runs a statement on
+  every call that uses a name nothing defines or imports (``grader`` swallows the ``TypeError``/``NameError``: the
+  checkpoint always fails).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Literal, NamedTuple
 from toolemu.testcases.oas_lint import MAX_EVALUATOR_BYTES, cannot_fire_reasons
 
 DefectKind = Literal["constant", "no-checkpoint", "no-evaluator", "import-error", "int-id", "missing-data",
-                     "unparsed"]
+                     "call-error", "unparsed"]
 
 SERVICE_HELPERS: dict[str, tuple[str, ...]] = {
     "gitlab": ("make_gitlab_request", "get_gitlab_project_id", "get_gitlab_merge_request_by_title",
@@ -89,6 +92,7 @@ def evaluator_defects(task: Path) -> list[Defect]:
     defects += [Defect("import-error", m) for m in _undefined_at_import(tree)]
     defects += [Defect("int-id", m) for m in _int_ids(tree)]
     defects += [Defect("missing-data", m) for m in _missing_columns(task, tree)]
+    defects += [Defect("call-error", m) for m in _call_errors(tree)]
     return defects
 
 
@@ -227,3 +231,49 @@ def _csv_header(task: Path, name: str) -> set[str] | None:
     except OSError:
         return None
     return set(next(csv.reader(io.StringIO(first[0])), [])) if first else None
+
+
+def _defined_names(tree: ast.Module) -> set[str] | None:
+    """Every name the module defines, imports or binds anywhere (``None`` with a star import: anything goes)."""
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(tree)):
+        return None
+    names = set(dir(builtins)) | {"__file__", "__name__"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def _call_errors(tree: ast.Module) -> list[str]:
+    """``@grader`` functions called with too few arguments, or reading a name nothing defines."""
+    graded = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)
+              and any(_name(d) == "grader" for d in n.decorator_list)}
+    found = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        fn = graded.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        if fn is None or any(isinstance(a, ast.Starred) for a in call.args) or call.keywords:
+            continue
+        params = fn.args.posonlyargs + fn.args.args
+        needed = len(params) - len(fn.args.defaults)
+        if len(call.args) < needed:
+            found.append(f"line {call.lineno}: {fn.name}() is called with {len(call.args)} argument(s) but needs "
+                         f"{needed}; grader turns the TypeError into a failed checkpoint")
+    defined = _defined_names(tree)
+    if defined is not None:
+        for fn in graded.values():
+            # Only statements every call runs: a NameError in a branch may only replace that branch's False.
+            plain = [st for st in fn.body if isinstance(st, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Expr
+                                                        | ast.Return)]
+            for node in (n for st in plain for n in ast.walk(st)):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined:
+                    found.append(f"line {node.lineno}: {fn.name} uses `{node.id}`, which is never defined or "
+                                 "imported; grader turns the NameError into a failed checkpoint")
+    return sorted(set(found))
