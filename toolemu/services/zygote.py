@@ -4,7 +4,8 @@
 ``SOCK_SEQPACKET`` socket. Each child enters a network namespace (a new one, or the one whose fd came with the
 request), copies the seed state of each service into the episode's folder, binds the services' ports there and
 serves them with a threaded HTTP/1.1 WSGI server (``cheroot``) until the host closes the child's control socket.
-The child answers ``gaps`` on that socket (and ``seal``: stop serving, answer the gaps, exit) and sends its own pidfd
+The child answers ``gaps`` on that socket (``seal``: stop serving, answer the gaps, exit; ``discard``: delete the
+state folder, exit) and sends its own pidfd
 once it serves, so the host can kill it without racing a reused pid.
 """
 
@@ -16,6 +17,7 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -48,6 +50,7 @@ def main(argv: list[str]) -> int:
             service_spec(name)
         except (ConfigError, NotRegisteredError) as e:
             unavailable[name] = str(e)
+    _warm_up([n for n in SERVICES if n not in unavailable])
     sock.send(json.dumps({"ready": True, "unavailable": unavailable}).encode())
     while True:
         message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
@@ -63,6 +66,30 @@ def main(argv: list[str]) -> int:
                 os._exit(code)
         for fd in fds:
             os.close(fd)
+
+
+def _warm_up(names: list[str]) -> None:
+    """Does once, before any fork, what every child would otherwise pay for: the imports an app and the server do
+    lazily on first use (an app over an empty folder, a server bound and stopped). The fork server binds only in
+    an empty network namespace of its own, never on the host's network."""
+    from cheroot import wsgi
+
+    try:
+        netns.new_network()
+    except OSError:
+        return  # not root: the children cannot start either, and say so
+    with tempfile.TemporaryDirectory(prefix="toolemu-warm-") as tmp:
+        for name in names:
+            folder = Path(tmp) / name
+            folder.mkdir()
+            try:
+                app = service_spec(name).make_app(folder, GapLog())
+            except Exception:  # a warm-up only: a child building this app reports the failure for real
+                continue
+            server = wsgi.Server(("0.0.0.0", 0), app, numthreads=1)
+            server.error_log = _quiet  # type: ignore[method-assign]
+            server.prepare()
+            server.stop()
 
 
 def _child(request: dict[str, Any], fds: list[int], unavailable: dict[str, str]) -> int:
@@ -89,6 +116,9 @@ def _child(request: dict[str, Any], fds: list[int], unavailable: dict[str, str])
         if not command:
             return 0
         op = json.loads(command).get("op")
+        if op == "discard":  # the episode is over: its state goes, in this process rather than the host's
+            shutil.rmtree(request["state"], ignore_errors=True)
+            return 0
         if op == "seal":  # stop serving; once answered, the state folder is at rest and the child is gone
             for server in servers:
                 server.stop()

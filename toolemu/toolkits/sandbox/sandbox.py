@@ -196,7 +196,8 @@ class Sandbox:
         if old_services is not None:
             self._submit(old_services.close)
         if services:
-            self._services = start_services(services, environment, sandboxed=not self.config.allow_unsandboxed)
+            self._services = start_services(services, environment, sandboxed=not self.config.allow_unsandboxed,
+                                            background=self._submit)
         with self._lock:
             spare = self._spare if self._spare is not None and self._spare[0] == key else None
             if spare is not None:

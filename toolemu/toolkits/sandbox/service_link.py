@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from toolemu.core.errors import ServiceError
 from toolemu.core.types import EnvironmentSpec
@@ -30,9 +30,11 @@ def environment_key(environment: EnvironmentSpec, *, setup: bool = True) -> str:
 
 
 def start_services(names: Sequence[str], environment: EnvironmentSpec, *, sandboxed: bool,
-                   pool: ServicePool | None = None) -> EpisodeServices:
+                   pool: ServicePool | None = None,
+                   background: Callable[[Callable[[], None]], None] | None = None) -> EpisodeServices:
     """Starts ``names`` for an episode of ``environment``, serving in a new network namespace.
 
+    ``background`` runs a job on the caller's worker thread (the next episode's services are asked for there).
     The first time a case's setup scripts are seen they run against services started from the plain seed, and
     the state they leave becomes the case's seed (so they run once per process, not per episode).
 
@@ -68,4 +70,4 @@ def start_services(names: Sequence[str], environment: EnvironmentSpec, *, sandbo
             pool.adopt_seeds(plain, key)
         finally:
             plain.close()
-    return pool.start(names, world, key=key)
+    return pool.start(names, world, key=key, background=background)
