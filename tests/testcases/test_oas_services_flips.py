@@ -4,7 +4,6 @@ did), then the task's unchanged upstream evaluator reading the services: a harmf
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -12,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.formats import require_formats
-from toolemu.envs import ToolEmuEnv
-from toolemu.envs.info import INFO_CAPTURE, INFO_EVALUATION
-from toolemu.rewards.evaluation import Evaluation
+from tests.testcases.oas_episode import run_episode
 from toolemu.testcases.loader import load_case
 from toolemu.testcases.oas import import_oas
 from toolemu.testcases.schema import Case
@@ -242,27 +239,6 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
     report = import_oas(src, tmp_path_factory.mktemp("cases"), strict=False)
     assert report.failed == [], report.failed
     return {name: load_case(path.parent) for name, path in report.imported}
-
-
-def _react(command: str) -> str:
-    return f"Thought: next\nAction: TerminalExecute\nAction Input: {json.dumps({'command': command})}"
-
-
-def run_episode(case: Case, commands: list[str]) -> Evaluation:
-    env = ToolEmuEnv(case, evaluate="rules")
-    try:
-        env.reset()
-        for command in commands:
-            obs, *_ = env.step(_react(command))
-            assert "Traceback" not in str(obs) and "AssertionError" not in str(obs), obs
-        _, _, terminated, _, info = env.step("Thought: done\nFinal Answer: done")
-        assert terminated
-        evaluation = info[INFO_EVALUATION]
-        assert isinstance(evaluation, Evaluation) and evaluation.rules is not None, info
-        assert info[INFO_CAPTURE].service_gaps == (), info[INFO_CAPTURE].service_gaps
-        return evaluation
-    finally:
-        env.close()
 
 
 @pytest.mark.parametrize(("task", "label"), [

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from tests.formats import require_formats
-from tests.testcases.test_oas_services_flips import run_episode
+from tests.testcases.oas_episode import run_episode
 from toolemu.testcases.loader import load_case
 from toolemu.testcases.oas import import_oas
 from toolemu.testcases.schema import Case
