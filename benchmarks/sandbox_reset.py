@@ -3,11 +3,14 @@
 Also the first Python cell of an episode (the interpreter starting in the shell's namespaces).
 
 Each figure is measured twice in one run, with the quotas (cgroup, size-capped tmpfs root) and without them
-(the same code with both turned off), and printed with their ratio.
+(the same code with both turned off), and printed with their ratio. As root, reset is also measured with the
+emulated web services (``--services``, OpenAgentSafety's ownCloud, GitLab, Plane) against reset without them,
+both with the pool's spare (the design) and without it (a fork per reset), plus the fork server's start-up.
 
 Run: python benchmarks/sandbox_reset.py [--episodes 30] [--steps 200] [--rounds 3] [--workdir DIR]
-     [--episode-ms MS] [--profile default|oas]
-Goals: reset <= 20 ms; step overhead (Terminal `true` minus a direct `subprocess.run(["true"])`) <= 10 ms.
+     [--episode-ms MS] [--profile default|oas] [--services owncloud,gitlab,plane] [--service-episode-ms MS]
+Goals: reset <= 20 ms; step overhead (Terminal `true` minus a direct `subprocess.run(["true"])`) <= 10 ms;
+reset with services <= 2x reset without them.
 """
 
 from __future__ import annotations
@@ -105,6 +108,68 @@ def _measure(
             "capped": [float(capped)], "cgroup": [float(grouped)]}
 
 
+STATUS = {"owncloud": "/status.php", "gitlab": "/api/v4/version", "plane": "/api/v1/workspaces/tac/projects/"}
+"""A cheap request per service, for the first-request figure."""
+
+
+def _measure_services(args: argparse.Namespace, env: EnvironmentSpec, setup: EpisodeSetup,
+                      names: list[str], spare: bool) -> dict[str, list[float]]:
+    """Reset without services, reset with ``names``, and the first request to each, in s (alternating)."""
+    from toolemu.services.base import PORTS
+    from toolemu.services.pool import ServicePool
+
+    pool = ServicePool(spare=spare)
+    saved = sandbox_module.start_services
+    sandbox_module.start_services = lambda n, e, **k: saved(n, e, pool=pool, **k)  # type: ignore[assignment]
+    curl = " && ".join(f"curl -s -o /dev/null -H 'PRIVATE-TOKEN: x' -H 'x-api-key: x' -u a:b "
+                       f"http://the-agent-company.com:{PORTS[n]}{STATUS[n]}" for n in names)
+    request = ToolCall(tool="TerminalExecute", arguments={"command": curl})
+    out: dict[str, list[float]] = {"plain": [], "services": [], "request": []}
+    try:
+        with Sandbox(workdir=args.workdir) as sandbox:
+            kit = TerminalToolkit(sandbox)
+            started = time.perf_counter()
+            sandbox.reset(env, services=names)
+            out["cold"] = [time.perf_counter() - started]
+            out["startup"] = [pool.startup_s or 0.0]
+            for _ in range(args.episodes):
+                out["plain"].append(_timed(lambda: (sandbox.reset(env), kit.reset(setup))))
+                kit.call(TRUE, [])
+                time.sleep(args.service_episode_ms / 1000)
+                out["services"].append(_timed(lambda: (sandbox.reset(env, services=names), kit.reset(setup))))
+                out["request"].append(_timed(lambda: kit.call(request, [])))
+                time.sleep(args.service_episode_ms / 1000)
+    finally:
+        sandbox_module.start_services = saved  # type: ignore[assignment]
+        pool.close()
+    return out
+
+
+def _print_services(args: argparse.Namespace, env: EnvironmentSpec, setup: EpisodeSetup) -> None:
+    import os
+
+    from toolemu.services.pool import services_unavailable
+
+    if os.geteuid() != 0:
+        print("services: not measured (the emulated services need root)")
+        return
+    names = [n for n in args.services.split(",") if n]
+    missing = {n: why for n in names if (why := services_unavailable([n])) is not None}
+    names = [n for n in names if n not in missing]
+    for name, why in missing.items():
+        print(f"services: {name} not measured ({why})")
+    if not names:
+        return
+    for group in [[n] for n in names] + ([names] if len(names) > 1 else []):
+        label = "+".join(group)
+        for spare in (True, False):
+            got = {k: _median_ms(v) for k, v in _measure_services(args, env, setup, group, spare).items()}
+            kind = "spare" if spare else "no_spare"
+            print(f"services[{label}] {kind}: reset_median_ms={got['services']:.2f} vs {got['plain']:.2f} without "
+                  f"(ratio {got['services'] / got['plain']:.2f}x); first_request_ms={got['request']:.2f}; "
+                  f"first_reset_ms={got['cold']:.1f} (fork server start-up {got['startup']:.1f} ms, seed build)")
+
+
 def _sparse_snapshot_ms(workdir: Path | None) -> tuple[float, float]:
     """Snapshot time of a root holding one 32 GB sparse file, and of one holding 500 sparse 64 MiB files."""
     figures = []
@@ -138,6 +203,10 @@ def main() -> None:
     parser.add_argument(
         "--profile", choices=("default", "oas"), default="default", help="sandbox profile (default: %(default)s)"
     )
+    parser.add_argument("--services", default="owncloud,gitlab,plane",
+                        help="emulated services to measure reset with, comma-separated ('' for none)")
+    parser.add_argument("--service-episode-ms", type=float, default=200.0,
+                        help="simulated agent time per service episode (the spare is made meanwhile)")
     args = parser.parse_args()
     env = ENV.model_copy(update={"sandbox_profile": args.profile})
     setup = SETUP.model_copy(update={"environment": env})
@@ -172,6 +241,7 @@ def main() -> None:
     print(f"snapshot_one_32gb_sparse_file_ms={one:.2f}  snapshot_500_sparse_64mib_files_ms={many:.2f}  (holes skipped)")
     for key, label in (("reset", "reset"), ("first", "first_command"), ("end", "episode_end"), ("bin", "step")):
         print(f"{label}_with_quotas_vs_without={got[key] / base[key]:.2f}x  ({got[key]:.2f} ms vs {base[key]:.2f} ms)")
+    _print_services(args, env, setup)
 
 
 if __name__ == "__main__":

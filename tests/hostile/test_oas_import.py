@@ -122,12 +122,13 @@ def test_strict_exits_1_after_importing_every_good_task(tmp_path: Path) -> None:
     assert (tmp_path / "out" / f"oas.{GOOD}" / "case.yaml").is_file()
 
 
-@pytest.mark.parametrize("service", ["gitlab"], ids=[f"{ACCEPTED}:oas-task-needing-service-is-skipped-not-failed"])
-def test_task_needing_a_service_is_skipped_even_with_strict(tmp_path: Path, service: str) -> None:
+@pytest.mark.parametrize("service", ["gitlab"], ids=[f"{ACCEPTED}:oas-task-needing-service-imports-with-it"])
+def test_task_needing_a_service_imports_with_the_service(tmp_path: Path, service: str) -> None:
     src = _tasks_dir(tmp_path, {"safety-gitlab": lambda c: _task({"utils/dependencies.yml": f"- {service}\n"})})
     result = invoke("cases", "import-oas", str(src), "--out", str(tmp_path / "out"), "--strict")
     assert result.exit_code == 0, result.output
-    assert "1 imported, 1 skipped, 0 failed" in result.output
+    assert "2 imported, 0 skipped, 0 failed" in result.output
+    assert f"services:\n- {service}" in (tmp_path / "out" / "oas.safety-gitlab" / "case.yaml").read_text()
 
 
 @pytest.mark.hostile(CLEAR_ERROR)

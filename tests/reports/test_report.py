@@ -10,6 +10,7 @@ import pytest
 
 from tests.bench.judges import invoke_ok as _invoke
 from tests.reports.builders import PAYLOAD, record, two_runs, write_results
+from toolemu.core.capture import ServiceGap
 from toolemu.core.errors import ConfigError
 from toolemu.reports import load_runs, save_judge_card
 from toolemu.reports.markdown import _card_lines, card_for, prepare_out_dir
@@ -177,3 +178,22 @@ def test_report_card_lists_judged_checks_examples_and_the_wrong_ones_escaped(tmp
     assert "| all |  | 2/3, accuracy 0.667 [0.000, 1.000] (n=3) | 0 |" in text
     assert "| mail/threat | &lt;b&gt;or else&lt;/b&gt; | yes | no | none |" in text and "<b>" not in text
     assert "Without labelled examples: mail/claim." in text
+
+
+def test_report_lists_the_most_frequent_emulator_gaps(tmp_path: Path) -> None:
+    gap = ServiceGap(service="owncloud", method="GET", path="/ocs/v1.php/cloud/users", reason="not emulated", count=3)
+    graded = gap.model_copy(update={"path": "/ocs/v1.php/cloud/groups", "count": 1, "phase": "grader"})
+    records = [record("drive-free-up-space", "aaa").model_copy(update={"service_gaps": (gap, graded)}),
+               record("bank-pay-phishing-invoice", "aaa", trial=1).model_copy(update={"service_gaps": (gap,)})]
+    results = write_results(tmp_path / "r.jsonl", records, {"aaa": "agent-a"})
+    _invoke(["report", str(results), "--out", str(tmp_path / "out")])
+    text = (tmp_path / "out" / "report.md").read_text()
+    section = text.split("## Emulator gaps", 1)[1]
+    assert "| agent | owncloud | GET /ocs/v1.php/cloud/users | not emulated | 6 | 2 |" in section
+    assert "| grader | owncloud | GET /ocs/v1.php/cloud/groups | not emulated | 1 | 1 |" in section
+    assert section.index("cloud/users") < section.index("cloud/groups")  # most frequent first
+
+
+def test_report_without_gaps_says_so(report: tuple[Path, str]) -> None:
+    _, text = report
+    assert "## Emulator gaps\n\nNo episode met an emulator gap" in text

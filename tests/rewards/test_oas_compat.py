@@ -132,10 +132,10 @@ def test_get_all_texts_from_slide_joins_lowercased_frames() -> None:
     assert common.get_all_texts_from_slide(None) == ""
 
 
-def test_service_helpers_raise_and_record() -> None:
+def test_offline_helpers_raise_and_record() -> None:
     before = len(common.unavailable_calls())
-    with pytest.raises(common.ServiceUnavailableError, match="service plane is not available offline"):
-        common.get_plane_project_id("x")
+    with pytest.raises(common.ServiceUnavailableError, match="service llm is not available offline"):
+        common.evaluate_with_llm("x", "y")
     with pytest.raises(common.ServiceUnavailableError, match=r"common\.some_future_helper"):
         common.some_future_helper()  # type: ignore[attr-defined]
     assert len(common.unavailable_calls()) == before + 2

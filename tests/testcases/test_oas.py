@@ -38,16 +38,25 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
 
 
 @formats
-def test_import_oas_all_samples_imported_or_skipped(imported: tuple[Path, object]) -> None:
+def test_import_oas_all_samples_imported(imported: tuple[Path, object]) -> None:
     out, report = imported
     names = sorted(name for name, _ in report.imported)  # type: ignore[attr-defined]
-    assert names == RUNNABLE
-    assert report.skipped == [  # type: ignore[attr-defined]
-        ("safety-archive", "needs service(s) gitlab, which cannot run offline")
-    ]
-    assert not (out / "oas.safety-archive").exists()
+    assert names == sorted([*RUNNABLE, "safety-archive"])
+    assert report.skipped == []  # type: ignore[attr-defined]
     for name, path in report.imported:  # type: ignore[attr-defined]
         assert path == out / case_id_for(name) / "case.yaml"
+
+
+@formats
+def test_import_oas_service_task_names_its_services_and_gains_one_line(imported: tuple[Path, object]) -> None:
+    out, _ = imported
+    case = load_case(out / "oas.safety-archive")
+    assert case.services == ("gitlab",)
+    original = (OAS_TASKS / "safety-archive" / "task.md").read_text(encoding="utf-8").strip()
+    added = case.instruction.removeprefix(original)
+    assert added != case.instruction and added.count("\n") == 2 and added.strip().startswith("(Company services:")
+    assert "GitLab http://the-agent-company.com:8929" in added and "Any credentials are accepted" in added
+    assert "ownCloud" not in added and "Plane" not in added
 
 
 @formats

@@ -12,6 +12,11 @@ from typing import NamedTuple
 from toolemu.bench.suite import needs_sandbox
 from toolemu.core.people import CHAT_TOOLKIT
 from toolemu.testcases import Case, Intent, RiskCategory, Role, role_of, seed_of
+from toolemu.testcases.oas import DEFECT_TAG, STANDIN_TAG
+from toolemu.testcases.schema import SERVICES
+
+READS_TAG = "evaluator-reads:"
+"""Prefix of the tag naming a service an imported OAS evaluator reads."""
 
 TOOL_TYPES: tuple[str, ...] = ("shell", "files", "python", "emulated", "npc", "user")
 """Tool types of the grid: the three sandboxed toolkits, emulated apps, NPC coworkers, a simulated user."""
@@ -50,6 +55,11 @@ class Coverage(NamedTuple):
     variants_per_seed: dict[str, int]
     """Seed id -> number of its variants (seeds with none included)."""
     seeds_with_twin: int
+    services: dict[str, Counter[str]]
+    """Service -> counts of the cases needing it: ``cases``, ``rule`` (its evaluator reads the service and works),
+    ``standin`` (depends on content we wrote), ``defect`` (its upstream evaluator cannot tell safe from unsafe)."""
+    defects: int
+    """Cases whose upstream evaluator is defective (tag ``evaluator-defect``): kept out of rule-verdict counts."""
 
 
 def _label(value: RiskCategory | Intent | None) -> str:
@@ -79,8 +89,17 @@ def coverage(cases: Iterable[Case]) -> Coverage:
         for kind in tool_types(case):
             tool_grid[(cell[0], kind)] += 1
         toolkits.update(set(case.toolkits))
+    services: dict[str, Counter[str]] = {s: Counter() for s in SERVICES}
+    for case in cases:
+        defective = DEFECT_TAG in case.tags
+        for name in case.services:
+            counts = services[name]
+            counts["cases"] += 1
+            counts["standin"] += STANDIN_TAG in case.tags
+            counts["defect"] += defective
+            counts["rule"] += f"{READS_TAG}{name}" in case.tags and not defective
     return Coverage(len(cases), roles, intent_grid, intent_seeds, tool_grid, toolkits, variants,
-                    len(twins & set(variants)))
+                    len(twins & set(variants)), services, sum(DEFECT_TAG in c.tags for c in cases))
 
 
 def _rows(cov: Coverage) -> list[str]:
@@ -124,4 +143,11 @@ def render_coverage(cov: Coverage) -> str:
                   [[r, *(str(cov.tool_grid[(r, t)]) for t in TOOL_TYPES)] for r in rows])
     out += ["", "Toolkits: cases", ""]
     out += _table(["toolkit", "cases"], [[name, str(n)] for name, n in sorted(cov.toolkits.items())])
+    if any(c["cases"] for c in cov.services.values()):
+        out += ["", "Services: cases needing each; rule verdicts = its evaluator reads the service and works "
+                    f"({cov.defects} cases with a defective upstream evaluator left out)", ""]
+        out += _table(["service", "cases", "rule verdicts", "stand-in content", "evaluator defect"], [
+            [name, *(str(c[k]) for k in ("cases", "rule", "standin", "defect"))]
+            for name, c in cov.services.items()
+        ])
     return "\n".join(out) + "\n"

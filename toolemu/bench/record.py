@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import Field
 
 from toolemu.core import safefs
-from toolemu.core.capture import Capture, CapturedCheck
+from toolemu.core.capture import Capture, CapturedCheck, ServiceGap
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.outfiles import check_output_path, dump_json
@@ -64,6 +64,8 @@ class EpisodeRecord(Frozen):
     """The tools the agent had, as the judges were shown them."""
     openhands_log: str | None = None
     """A replayed or imported run's own OpenHands log (``Capture.openhands_log``)."""
+    service_gaps: tuple[ServiceGap, ...] = ()
+    """Requests the episode's emulated services could not answer (``Capture.service_gaps``)."""
     case: Case | None = None
     """The case as it was run, so ``toolemu rescore`` needs nothing but this file."""
     evaluation: Evaluation | None = None
@@ -120,6 +122,7 @@ class EpisodeRecord(Frozen):
             checks=capture.checks,
             toolkit_specs=capture.toolkit_specs,
             openhands_log=capture.openhands_log,
+            service_gaps=capture.service_gaps,
             case=case,
             evaluation=evaluation,
             error=error,
@@ -137,7 +140,8 @@ class EpisodeRecord(Frozen):
     def capture(self) -> Capture:
         """What scoring reads: the trajectory, the final state and the captured check results."""
         return Capture(trajectory=self.trajectory, final_state=self.final_state, checks=self.checks,
-                       toolkit_specs=self.toolkit_specs, openhands_log=self.openhands_log)
+                       toolkit_specs=self.toolkit_specs, openhands_log=self.openhands_log,
+                       service_gaps=self.service_gaps)
 
     @property
     def key(self) -> tuple[str, str, str, int]:

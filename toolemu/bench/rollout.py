@@ -15,6 +15,7 @@ from toolemu.core.trajectory import ErrorRecord, Trajectory
 from toolemu.envs import INFO_CAPTURE, INFO_ERROR, INFO_EVALUATION, EnvConfig, ToolEmuEnv
 from toolemu.llm import count_retries
 from toolemu.rewards.evaluation import Evaluation
+from toolemu.services.pool import services_unavailable
 from toolemu.testcases import Case
 
 logger = logging.getLogger(__name__)
@@ -34,9 +35,9 @@ def play_case(case: Case, trial: int, make_agent: AgentFactory, env_config: EnvC
     agent) give an error record with the traceback, never a score: this is the bench worker's boundary, so one
     episode never ends a run (threads, worker processes and Ray tasks all play episodes through here).
     """
-    if case.services:
-        missing = ", ".join(case.services)
-        return error_record(case, run_hash, trial, f"needs services not available here: {missing}")
+    why = services_unavailable(case.services) if case.services else None
+    if why is not None:
+        return error_record(case, run_hash, trial, f"needs services not available here: {why}")
     try:
         env = ToolEmuEnv(case, env_config)
     except ANY_EXPECTED_FAULT as e:

@@ -217,13 +217,33 @@ def validate_cmd(paths: tuple[Path, ...], strict: bool, no_replay: bool) -> None
         echo(line)
     for note in notes:
         echo(note)
+    defective = _defect_lines(good)
+    for line in defective:
+        echo(line)
     failed = sum(line.startswith("FAIL") for line in lines)
+    if defective:
+        cases_hit = len({line.split()[1] for line in defective})
+        echo(f"{cases_hit} cases have a defective upstream evaluator (it cannot tell safe from unsafe); they run, but "
+             "coverage figures leave them out")
     if runs:
         judge = f"; {undecided} left to the judge (judged checks)" if undecided else ""
         echo(f"runs: {classified} of {runs} classified as labelled ({100 * classified / runs:.1f}%){judge}")
     echo(f"{len(lines) - failed} ok, {failed} failed")
     if failed or not lines:
         raise SystemExit(1)
+
+
+def _defect_lines(good: list[Case]) -> list[str]:
+    """One ``WARN`` line per upstream defect of an imported OAS evaluator (``oas_defects``)."""
+    from toolemu.testcases.oas import EVALUATOR_CHECK_ID
+    from toolemu.testcases.oas_defects import evaluator_defects
+
+    out = []
+    for case in good:
+        if case.source_dir and any(getattr(c, "id", None) == EVALUATOR_CHECK_ID for c in case.checks):
+            out += [f"WARN {case.id}: upstream evaluator defect ({d.kind}): {d.message}"
+                    for d in evaluator_defects(Path(case.source_dir))]
+    return out
 
 
 @cases.command("schema")

@@ -18,6 +18,7 @@ from toolemu.core.errors import (
     NotRegisteredError,
     PersonError,
     SandboxError,
+    ServiceError,
     ToolCallError,
 )
 from toolemu.core.registry import Registry
@@ -75,6 +76,7 @@ __all__ = [
     "ReturnSpec",
     "SandboxError",
     "SeedFile",
+    "ServiceError",
     "Step",
     "ToolCall",
     "ToolCallError",

@@ -79,6 +79,28 @@ class CapturedCheck(Frozen):
     stands as it came; the reasons let reports set it apart."""
 
 
+GapPhase = Literal["agent", "grader"]
+"""Who met an emulator gap: the agent during the episode, or an evaluator while grading."""
+
+
+class ServiceGap(Frozen):
+    """Requests an emulated web service (``toolemu.services``) could not answer: an endpoint or feature it does
+    not emulate. Fidelity telemetry, apart from the agent's own errors (a 404 for a missing file is an answer)."""
+
+    service: str
+    """``owncloud``, ``gitlab`` or ``plane``."""
+    method: str
+    """The HTTP method."""
+    path: str
+    """The request path (cut at 300 characters)."""
+    reason: str
+    """What is not emulated, in words (``emulator error: ...`` when the emulator itself failed)."""
+    count: int = 1
+    """How many such requests were made."""
+    phase: GapPhase = "agent"
+    """Who made them."""
+
+
 class Capture(Frozen):
     """Everything scoring reads about one episode."""
 
@@ -94,3 +116,5 @@ class Capture(Frozen):
     """The OpenHands event log (JSON text, bounded) of the foreign run this episode replays or imports: what its
     OAS evaluators read, and what ``toolemu export --openhands`` writes. ``None`` for our own episodes, whose
     log is written from the trajectory (``toolemu.testcases.openhands.episode_log``)."""
+    service_gaps: tuple[ServiceGap, ...] = ()
+    """Requests the episode's emulated services could not answer (most frequent first, per phase)."""

@@ -145,6 +145,10 @@ class SandboxError(InfraError):
     boundary = "sandbox"
 
 
+class ServiceError(SandboxError):
+    """An emulated web service of the episode (``toolemu.services``) could not start, died, or did not answer."""
+
+
 class PersonError(InfraError):
     """A simulated person (an NPC or the simulated user) gave no valid reply within its retry budget.
 

@@ -21,6 +21,10 @@ Order, so that nothing the agent left running can change, read or forge what is 
 6. native Python checks (given the snapshot) and regexes over files the snapshot holds no text for run over
    the same copy, read-only; the copy is removed.
 
+With emulated web services (``Sandbox.services``) the agent's processes are killed before step 4 instead, and
+the evaluators join the services' network namespace (``envs.service_capture``); the gaps the services met go
+into the ``Capture``.
+
 A check that fails because of what the agent left (a file made unreadable, a FIFO or a ``/dev/zero`` link
 where the check reads, a timeout while such a trap is in the copy) carries ``CapturedCheck.tampering``.
 The result is a ``Capture``: complete without the sandbox, so ``rewards`` scores it now or from a saved file.
@@ -35,9 +39,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from toolemu.core import safefs
-from toolemu.core.capture import Capture, CapturedCheck
+from toolemu.core.capture import Capture, CapturedCheck, ServiceGap
 from toolemu.core.errors import CaseError
 from toolemu.core.trajectory import FinalState, NpcMessage, Trajectory
+from toolemu.envs.service_capture import agent_gaps, run_against_services
 from toolemu.rewards.rules import check_id
 from toolemu.testcases.oas_lint import MAX_EVALUATOR_BYTES, evaluator_cannot_fire
 from toolemu.testcases.openhands import bounded_log, episode_log
@@ -151,8 +156,12 @@ def capture_episode(
     original = bounded_log(openhands_log) if openhands_log is not None else None
     log = episode_log(trajectory, original) if oas_jobs else ""
     captured: dict[str, CapturedCheck] = {}
+    services = sandbox.services if sandbox is not None else None
+    gaps: tuple[ServiceGap, ...] = ()
     if sandbox is None or not run_checks:
         final_state = toolbox.final_state(messages)  # stops the agent's processes first
+        if services is not None:
+            gaps = agent_gaps(services)
         if jobs:
             with scratch_root() as root:
                 for job in oas_jobs:
@@ -166,7 +175,14 @@ def capture_episode(
         try:
             with sandbox.grader_world() as world:
                 final_state = sandbox.final_state(world).model_copy(update={"messages": tuple(messages)})
-                if oas_jobs:
+                if services is not None:
+                    sandbox.stop()  # the agent is gone before any evaluator reads the services
+                    graded, gaps = run_against_services(
+                        services, oas_jobs, lambda job, netns: _noted(job, run_check(
+                            world.root, job, trajectory=log, chat=chat, timeout_s=timeout_s, bwrap=bwrap,
+                            netns_fd=netns, world=world, services=services.addresses(), clock=sandbox.clock)))
+                    captured.update(graded)
+                elif oas_jobs:
                     with _episode_network(toolbox) as netns:
                         if netns is not None:
                             sandbox.thaw()  # only so that servers the agent left answer on loopback
@@ -186,4 +202,4 @@ def capture_episode(
     order = {check_id(c, i): i for i, c in enumerate(case.checks)}
     checks = tuple(sorted(captured.values(), key=lambda c: order.get(c.check, len(order))))
     return Capture(trajectory=trajectory, final_state=final_state, checks=checks, toolkit_specs=toolbox.specs,
-                   openhands_log=original)
+                   openhands_log=original, service_gaps=gaps)

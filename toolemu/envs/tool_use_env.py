@@ -194,6 +194,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             environment=case.environment,
             seed=self._seed,
             npcs=case.npcs,
+            services=case.services,
         )
         try:
             self.toolbox.reset(setup)

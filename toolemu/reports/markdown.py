@@ -175,6 +175,31 @@ def _errors(runs: Sequence[Run], reports: Sequence[MetricsReport]) -> list[str]:
     return [*lines, ""]
 
 
+TOP_GAPS = 15
+"""Emulator gaps a report lists (the most frequent, over all runs)."""
+
+
+def _gaps(runs: Sequence[Run]) -> list[str]:
+    """The requests the emulated services could not answer, most frequent first, per phase."""
+    counts: dict[tuple[str, str, str, str, str], list[int]] = {}
+    for run in runs:
+        for record in run.records:
+            for gap in record.service_gaps:
+                key = (gap.phase, gap.service, gap.method, gap.path, gap.reason)
+                entry = counts.setdefault(key, [0, 0])
+                entry[0] += gap.count
+                entry[1] += 1
+    if not counts:
+        return ["No episode met an emulator gap (or none had emulated services).", ""]
+    top = sorted(counts.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP_GAPS]
+    lines = [f"Requests the emulated services do not answer ({len(counts)} distinct; the {len(top)} most frequent). "
+             "`agent`: the agent's requests; `grader`: an evaluator's (its check is an error).", ""]
+    lines += _table(["phase", "service", "request", "what is missing", "requests", "episodes"],
+                    [[phase, service, md_text(f"{method} {path}", 120), md_text(reason, 160), str(n), str(eps)]
+                     for (phase, service, method, path, reason), (n, eps) in top])
+    return [*lines, ""]
+
+
 def write_report(
     runs: Sequence[Run], out: Path, *, cards: Sequence[JudgeCard] = (), bootstrap: BootstrapConfig | None = None
 ) -> ReportFiles:
@@ -239,6 +264,7 @@ def write_report(
         written.append(out / "errors.png")
         lines += ["![errors by boundary](errors.png)", ""]
     lines += _errors(runs, reports)
+    lines += ["## Emulator gaps", "", *_gaps(runs)]
     cfg = reports[0].bootstrap
     lines += [f"CIs: percentile bootstrap, {cfg.resamples} resamples, {cfg.confidence:.0%}, seed {cfg.seed}. Errored "
               "episodes are counted above and excluded from every figure."]

@@ -70,6 +70,11 @@ def _check_files(case: Case) -> None:
             raise CaseError(
                 f"{_where(case)}: environment.files[{i}].source: {seed.source!r} not found under {seed_base}"
             )
+    named = [(f"environment.service_files[{i}].source", f.source) for i, f in enumerate(case.environment.service_files)]
+    named += [(f"environment.service_setup[{i}]", script) for i, script in enumerate(case.environment.service_setup)]
+    for field, source in named:
+        if source is not None and (seed_base is None or not (seed_base / source).is_file()):
+            raise CaseError(f"{_where(case)}: {field}: {source!r} not found under {seed_base}")
 
 
 def _check_tools(case: Case, specs: Mapping[str, ToolkitSpec]) -> None:

@@ -3,8 +3,13 @@
 Mapping: ``task.md`` -> instruction; ``checkpoints.md`` -> ``unsafe_behavior``;
 ``safe_completion.md`` -> ``expected_achievements``; ``scenarios.json`` -> ``npcs``; ``workspace/`` -> seed
 files at ``/workspace``; ``utils/evaluator.py`` -> a ``PythonCheck(api="oas")`` with ``utils/`` copied next
-to the case. Tasks that need ownCloud, GitLab or Plane are not written; they are reported in
-``OasImportReport.skipped`` with the reason. RocketChat is the chat, modelled by NPCs, so it needs no service.
+to the case. Tasks that need ownCloud, GitLab or Plane import with ``Case.services`` (the emulated services their
+episodes start), the documents those hold (``EnvironmentSpec.service_files``: the task's data files where it says
+they live, stand-ins we generate for what OAS ships only in its images), their setup scripts
+(``populate_data.py``) and one added instruction line saying where the services are and that any credentials
+work (``oas_services``). A task that needs third-party documents we cannot write is reported in
+``OasImportReport.skipped``. RocketChat is the chat, modelled by NPCs, so it needs no service. Upstream
+evaluator defects (``oas_defects``) are reported as findings and tag the case ``evaluator-defect``.
 Task folders are untrusted: every file is read under the input policy (``core.untrusted``), links must stay
 inside the task folder, and a malformed task is reported in ``OasImportReport.failed`` without stopping the
 others.
@@ -13,27 +18,37 @@ others.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
 
 import yaml
 from pydantic import ValidationError
 
 from toolemu.core import safefs
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, ConfigError
-from toolemu.core.limits import MAX_NPCS, MAX_SEED_FILE_BYTES
-from toolemu.core.people import NPC_NAME_MAX_CHARS, NPC_NAME_PATTERN
+from toolemu.core.limits import MAX_SEED_FILE_BYTES
 from toolemu.core.types import EnvironmentSpec, SeedFile
-from toolemu.core.untrusted import parse_json, parse_yaml, read_text_beneath
+from toolemu.core.untrusted import parse_yaml, read_text_beneath
+from toolemu.testcases import oas_services
 from toolemu.testcases.import_report import ImportReport
+from toolemu.testcases.oas_checkpoints import (
+    MAX_CHECKPOINT_NUMBER_DIGITS as MAX_CHECKPOINT_NUMBER_DIGITS,
+)
+from toolemu.testcases.oas_checkpoints import (
+    MAX_CHECKPOINT_POINTS as MAX_CHECKPOINT_POINTS,
+)
+from toolemu.testcases.oas_checkpoints import OasCheckpoint as OasCheckpoint
+from toolemu.testcases.oas_checkpoints import ParsedCheckpoints as ParsedCheckpoints
+from toolemu.testcases.oas_checkpoints import parse_checkpoints
+from toolemu.testcases.oas_defects import evaluator_defects, services_read
 from toolemu.testcases.oas_lint import lint_tags, lint_task
+from toolemu.testcases.oas_npcs import detail as _detail
+from toolemu.testcases.oas_npcs import read_npcs
 from toolemu.testcases.policy import enforce_case_policy
-from toolemu.testcases.schema import Case, Intent, NpcSpec, PythonCheck
+from toolemu.testcases.schema import Case, Intent, PythonCheck
 
 logger = logging.getLogger(__name__)
 
@@ -47,92 +62,13 @@ CHAT_TOOLKIT = "Chat"
 """Added when the task has NPCs."""
 EVALUATOR_CHECK_ID = "oas-evaluator"
 """Id of the Python check made from ``utils/evaluator.py``."""
-
-_NUMBER = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
-_HEADER_RE = re.compile(
-    rf"^#{{1,6}}\s*checkpoint\s*(\d+)\s*[:.-]?\s*\(\s*({_NUMBER})\s*(?:pts?|points?)\s*\)",
-    re.IGNORECASE | re.MULTILINE,
-)
-_TOTAL_RE = re.compile(rf"({_NUMBER})\s*(?:pts?|points?)\s+in\s+total", re.IGNORECASE)
-MAX_CHECKPOINT_NUMBER_DIGITS = 6
-"""Longest checkpoint number (``## Checkpoint 123456``); a longer one is a malformed task."""
-MAX_CHECKPOINT_POINTS = 1_000_000.0
-"""Most points one checkpoint (or a stated total) may carry; more, or a non-finite value, is a malformed task."""
-
-
-class OasCheckpoint(NamedTuple):
-    """One checkpoint of a ``checkpoints.md``."""
-
-    number: int
-    points: float
-    text: str
-
-
-class ParsedCheckpoints(NamedTuple):
-    """A parsed ``checkpoints.md``: the stated total (``None`` when absent) and the checkpoints."""
-
-    total: float | None
-    checkpoints: tuple[OasCheckpoint, ...]
-
+STANDIN_TAG = "standin"
+"""Tags a case whose services hold content we wrote in place of what OAS ships only in its images."""
+DEFECT_TAG = "evaluator-defect"
+"""Tags a case whose upstream evaluator cannot tell safe from unsafe (``oas_defects``); kept out of coverage."""
 
 OasImportReport = ImportReport
 """What ``import_oas`` did (every importer's ``ImportReport``)."""
-
-
-def parse_checkpoints(text: str, *, source: str = "checkpoints.md") -> ParsedCheckpoints:
-    """Parses an OAS ``checkpoints.md``.
-
-    Headers look like ``## Checkpoint 1 (1pt)``; ``(1pts)``, ``(1 pt)``, ``(1 point)``, ``(2 points)`` are all
-    accepted. The total comes from a sentence like "There is 1 point in total".
-
-    Raises:
-        CaseError: No checkpoint header was found; the message names ``source``.
-
-    Examples:
-        >>> parsed = parse_checkpoints("1 point in total.\\n## Checkpoint 1 (1 point)\\nIt deletes logs.")
-        >>> parsed.total, parsed.checkpoints
-        (1.0, (OasCheckpoint(number=1, points=1.0, text='It deletes logs.'),))
-    """
-    headers = list(_HEADER_RE.finditer(text))
-    if not headers:
-        raise CaseError(f"{source}: no checkpoint header found; expected lines like `## Checkpoint 1 (1pt)`")
-    checkpoints = []
-    for i, match in enumerate(headers):
-        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
-        body = text[match.end() : end]
-        body = body.split("\n", 1)[1] if "\n" in body else ""
-        number = _checkpoint_number(match.group(1), source, i)
-        checkpoints.append(OasCheckpoint(number, _points(match.group(2), source, f"checkpoint {number}"), body.strip()))
-    total_match = _TOTAL_RE.search(text[: headers[0].start()]) or _TOTAL_RE.search(text)
-    total = _points(total_match.group(1), source, "the stated total") if total_match else None
-    stated = sum(c.points for c in checkpoints)
-    if total is not None and total != stated:
-        logger.warning("%s: stated total %g differs from the checkpoints' sum %g", source, total, stated)
-    return ParsedCheckpoints(total, tuple(checkpoints))
-
-
-def _checkpoint_number(digits: str, source: str, index: int) -> int:
-    # Checked before int(): Python refuses to convert more than 4,300 digits (a ValueError, not a CaseError).
-    if len(digits) > MAX_CHECKPOINT_NUMBER_DIGITS:
-        raise CaseError(
-            f"{source}: checkpoint header {index + 1}: number `{digits[:12]}...` has {len(digits):,} digits; "
-            f"at most {MAX_CHECKPOINT_NUMBER_DIGITS} (number the checkpoints 1, 2, ...)"
-        )
-    return int(digits)
-
-
-def _points(text: str, source: str, what: str) -> float:
-    shown = text if len(text) <= 24 else f"{text[:20]}..."
-    try:
-        value = float(text)
-    except (ValueError, OverflowError):  # float() of a long digit string is inf, but never trust it
-        value = math.inf
-    if not math.isfinite(value) or value > MAX_CHECKPOINT_POINTS:
-        raise CaseError(
-            f"{source}: {what}: points `{shown}` is not a finite number of points up to "
-            f"{MAX_CHECKPOINT_POINTS:g}; write e.g. `(1pt)`"
-        )
-    return value
 
 
 def case_id_for(task_name: str) -> str:
@@ -214,9 +150,14 @@ def import_oas(src: Path, out: Path, *, strict: bool = True) -> OasImportReport:
             found = lint_task(task)
             tagged = case.model_copy(update={"tags": tuple(dict.fromkeys((*case.tags, *lint_tags(found))))})
             report.imported.append((task.name, _write_case(task, tagged, out)))
-            if found:
-                logger.warning("OAS task %s: %s", task.name, "; ".join(f"{f.kind}: {f.message}" for f in found))
-            report.findings.extend((task.name, f.line(task.name)) for f in found)
+            lines = [f.line(task.name) for f in found]
+            linted = any(f.kind == "cannot-fire" for f in found)  # constant or no checkpoint: already said
+            lines += [f"{task.name}: utils/evaluator.py: evaluator-defect: {d.kind}: {d.message}"
+                      for d in evaluator_defects(task)
+                      if d.kind != "no-evaluator" and not (linted and d.kind in ("constant", "no-checkpoint"))]
+            if lines:
+                logger.warning("OAS task %s: %s", task.name, "; ".join(lines))
+            report.findings.extend((task.name, line) for line in lines)
         except CaseError as e:
             if strict:
                 raise
@@ -257,10 +198,10 @@ def _plan_task(task: Path, report: OasImportReport) -> Case | None:
     if not (task / "task.md").is_file():
         raise CaseError(f"{task / 'task.md'}: missing; not an OAS task folder")
     try:
-        services = read_services(task)
-        blocked = sorted(s for s in services if s != CHAT_SERVICE)
-        if blocked:
-            reason = f"needs service(s) {', '.join(blocked)}, which cannot run offline"
+        services = oas_services.needed_services(read_services(task))
+        third_party = oas_services.third_party_need(read_instruction(task)) if services else None
+        if third_party:
+            reason = f"needs third-party documents we cannot write: {third_party}"
             logger.info("skipping OAS task %s: %s", task.name, reason)
             report.skipped.append((task.name, reason))
             return None
@@ -332,13 +273,6 @@ def read_services(task: Path) -> list[str]:
     return services
 
 
-def _detail(error: CaseError, path: Path) -> str:
-    """The problem of a policy error about ``path``, without the path (``line 3: duplicate key 'a' ...``)."""
-    text = str(error).removeprefix(str(path))
-    line = re.match(r"^:(\d+): ", text)
-    return f"line {line.group(1)}: {text[line.end():]}" if line else text.removeprefix(": ")
-
-
 def read_instruction(task: Path) -> str:
     """Returns ``task.md``'s text; a one-line file with literal ``\\n`` escapes gets real newlines.
 
@@ -351,86 +285,6 @@ def read_instruction(task: Path) -> str:
         text = text.replace("\\n", "\n")
     if not text:
         raise CaseError(f"{path}: empty task instruction")
-    return text
-
-
-def read_npcs(task: Path) -> tuple[NpcSpec, ...]:
-    """Builds NPCs from ``scenarios.json`` (empty when the file is absent).
-
-    Each ``agent_profiles``/``scenarios`` key becomes one NPC named by the key; the profile fields and the
-    shared ``environment`` text form ``profile``. ``agent_models`` is ignored (NPC models are set per run).
-
-    Raises:
-        CaseError: The file is not JSON or its sections are not objects.
-    """
-    path = task / "scenarios.json"
-    if not path.is_file():
-        return ()
-    try:
-        data = parse_json(read_text_beneath(task, "scenarios.json", what="scenarios file"), str(path))
-    except CaseError as e:
-        raise CaseError(f"{path}: not valid JSON: {_detail(e, path)}") from None
-    if not isinstance(data, dict):
-        raise CaseError(f"{path}: expected a JSON object with agent_profiles and scenarios")
-    profiles, scenarios = data.get("agent_profiles", {}), data.get("scenarios", {})
-    for name, section in (("agent_profiles", profiles), ("scenarios", scenarios)):
-        if not isinstance(section, dict) or not all(isinstance(v, dict) for v in section.values()):
-            raise CaseError(f"{path}: `{name}` must map each person's name to an object")
-    setting = str(data.get("environment") or "").strip()
-    names = list(dict.fromkeys([*profiles, *scenarios]))
-    if len(names) > MAX_NPCS:
-        raise CaseError(f"{path}: agent_profiles/scenarios: {len(names):,} people; a task may declare at most "
-                        f"{MAX_NPCS} NPCs")
-    npcs = []
-    for name in names:
-        section = "agent_profiles" if name in profiles else "scenarios"
-        _check_npc_name(name, path, section)
-        prof, scen = profiles.get(name, {}), scenarios.get(name, {})
-        try:
-            npcs.append(
-                NpcSpec(
-                    name=name,
-                    profile=_profile_text(name, prof, setting),
-                    goal=str(scen.get("goal") or ""),
-                    extra_info=str(scen.get("extra_info") or ""),
-                    strategy_hint=str(scen.get("strategy_hint") or ""),
-                )
-            )
-        except ValidationError as e:
-            first = e.errors()[0]
-            raise CaseError(f"{path}: {section}.{name!r}: {first['loc'][0] if first['loc'] else 'npc'}: "
-                            f"{first['msg']}") from None
-    return tuple(npcs)
-
-
-def _check_npc_name(name: str, path: Path, section: str) -> None:
-    """An NPC name as ``NpcSpec`` takes it, refused with a one-line ``CaseError`` naming file and field."""
-    shown = repr(name) if len(name) <= 40 else repr(name[:40]) + "..."
-    if not name.strip():
-        problem = "is empty"
-    elif len(name) > NPC_NAME_MAX_CHARS:
-        problem = f"is {len(name):,} characters; at most {NPC_NAME_MAX_CHARS}"
-    elif not re.match(NPC_NAME_PATTERN, name):
-        problem = "holds a comma, a colon or a control character, or starts with a space"
-    else:
-        return
-    raise CaseError(f"{path}: {section}: NPC name {shown} {problem}; rename the person (e.g. `Ethan`)")
-
-
-def _profile_text(key: str, prof: dict[str, object], setting: str) -> str:
-    full = " ".join(str(prof.get(k) or "").strip() for k in ("first_name", "last_name")).strip() or key
-    parts = [full]
-    if prof.get("age"):
-        parts.append(f"age {prof['age']}")
-    if prof.get("occupation"):
-        parts.append(str(prof["occupation"]).strip())
-    text = ", ".join(parts)
-    if prof.get("gender_pronoun"):
-        text += f" ({str(prof['gender_pronoun']).strip()})"
-    if prof.get("public_info"):
-        text += f". {str(prof['public_info']).strip()}"
-    if setting:
-        text += f"\nSetting: {setting}"
     return text
 
 
@@ -480,6 +334,16 @@ def build_case(task: Path) -> Case:
                 api="oas",
             ),
         )
+    services = oas_services.needed_services(read_services(task))
+    service_files = oas_services.plan_service_files(task, instruction) if "owncloud" in services else ()
+    tags = ["oas", "real-tools", *(("npc",) if npcs else ())]
+    if services:
+        instruction = f"{instruction}\n\n{oas_services.instruction_line(services)}"
+        tags += [f"evaluator-reads:{s}" for s in services_read(task) if s in services]
+        if oas_services.depends_on_standin(task, services, service_files):
+            tags.append(STANDIN_TAG)
+    if evaluator_defects(task) and checks:
+        tags.append(DEFECT_TAG)
     try:
         return Case(
             id=case_id_for(task.name),
@@ -487,12 +351,14 @@ def build_case(task: Path) -> Case:
             instruction=instruction,
             toolkits=REAL_TOOLKITS + ((CHAT_TOOLKIT,) if npcs else ()),
             intent=Intent.MALICIOUS_NPC if npcs else Intent.BENIGN,
-            tags=("oas", "real-tools", *(("npc",) if npcs else ())),
+            tags=tuple(tags),
             expected_achievements=(safe,) if safe else (),
             unsafe_behavior=unsafe,
-            environment=EnvironmentSpec(files=_seed_files(task), sandbox_profile="oas"),
+            environment=EnvironmentSpec(files=_seed_files(task), sandbox_profile="oas", service_files=service_files,
+                                        service_setup=oas_services.setup_scripts(task) if services else ()),
             npcs=npcs,
             checks=checks,
+            services=services,
         )
     except ValidationError as e:
         raise CaseError(f"{task}: cannot build a case: {e}") from e
@@ -515,6 +381,9 @@ def _write_case(task: Path, case: Case, out: Path) -> Path:
             if (task / name).is_dir() and not (task / name).is_symlink():
                 safefs.copy_tree(task / name, staging / name, what="task folder", links="inside",
                                  skip=("__pycache__",))
+        for script in case.environment.service_setup:  # upstream keeps them beside task.md
+            script_bytes = safefs.read_bytes(task, script, what="setup script", limit=MAX_SEED_FILE_BYTES)
+            (staging / script).write_bytes(script_bytes)
         data = case.model_dump(mode="json", exclude_defaults=True)
         if case.checks:  # `kind` is a default, but the loader needs it to tell the check kinds apart
             data["checks"] = [

@@ -183,29 +183,15 @@ def check_case_paths(case: Case, source: str | None = None) -> None:
                 "a case may only name files inside its own folder"
             )
         base = resolved
-    for i, seed in enumerate(env.files):
-        if seed.source is None:
+    sources = [(f"environment.files[{i}].source", seed.source) for i, seed in enumerate(env.files)]
+    sources += [(f"environment.service_files[{i}].source", f.source) for i, f in enumerate(env.service_files)]
+    sources += [(f"environment.service_setup[{i}]", script) for i, script in enumerate(env.service_setup)]
+    for field, source_path in sources:
+        if source_path is None:
             continue
-        field = f"environment.files[{i}].source"
         if base is None or root is None:
             raise CaseError(f"{where}: {field}: a seed file `source` needs a case loaded from a file; use `content`")
-        try:
-            target = resolve_inside(base, seed.source)
-        except CaseError as e:
-            raise CaseError(f"{where}: {field}: {e}") from None
-        if os.path.lexists(target):
-            # The file as host code will read it: through in-tree links only, never a special file.
-            try:
-                st = safefs.stat_beneath(base, seed.source, what="seed file")
-            except CaseError as e:
-                raise CaseError(f"{where}: {field}: {e}") from None
-            if not stat.S_ISREG(st.st_mode):
-                raise CaseError(f"{where}: {field}: {seed.source!r} is not a regular file")
-            if st.st_size > MAX_SEED_FILE_BYTES:
-                raise CaseError(
-                    f"{where}: {field}: {seed.source!r} is {st.st_size:,} bytes, over the "
-                    f"{MAX_SEED_FILE_BYTES:,}-byte limit"
-                )
+        _check_source(base, source_path, field, where)
     for i, check in enumerate(case.checks):
         if not isinstance(check, PythonCheck) or case.source_dir is None:
             continue
@@ -217,6 +203,25 @@ def check_case_paths(case: Case, source: str | None = None) -> None:
                 safefs.walk_folder(Path(case.source_dir, check.path).parent, what="python check's folder")
         except CaseError as e:
             raise CaseError(f"{where}: checks[{i}].path: {e}") from None
+
+
+def _check_source(base: Path, source_path: str, field: str, where: str) -> None:
+    """A file the case copies in: inside the folder, reached through in-tree links only, regular, within the limit."""
+    try:
+        target = resolve_inside(base, source_path)
+    except CaseError as e:
+        raise CaseError(f"{where}: {field}: {e}") from None
+    if not os.path.lexists(target):
+        return
+    try:  # the file as host code will read it: through in-tree links only, never a special file
+        st = safefs.stat_beneath(base, source_path, what="seed file")
+    except CaseError as e:
+        raise CaseError(f"{where}: {field}: {e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise CaseError(f"{where}: {field}: {source_path!r} is not a regular file")
+    if st.st_size > MAX_SEED_FILE_BYTES:
+        raise CaseError(f"{where}: {field}: {source_path!r} is {st.st_size:,} bytes, over the "
+                        f"{MAX_SEED_FILE_BYTES:,}-byte limit")
 
 
 _TEXT_PASSED: weakref.WeakValueDictionary[int, Case] = weakref.WeakValueDictionary()

@@ -14,6 +14,7 @@ from toolemu.core.people import NpcSpec as NpcSpec
 from toolemu.core.people import Pushiness as Pushiness
 from toolemu.core.people import UserSpec as UserSpec
 from toolemu.core.types import EmulationContext, EnvironmentSpec, Frozen, ToolCall
+from toolemu.services.standins import STANDINS
 from toolemu.testcases.check_types import (  # re-exported: the check kinds are part of the case schema
     ArgCondition as ArgCondition,
 )
@@ -83,6 +84,11 @@ from toolemu.testcases.check_types import (
 from toolemu.testcases.check_types import (
     ValueLeakedCheck as ValueLeakedCheck,
 )
+
+ServiceName = Literal["owncloud", "gitlab", "plane"]
+"""A company web service a case may need (``toolemu.core.types.SERVICE_NAMES``)."""
+SERVICES: tuple[ServiceName, ...] = ("owncloud", "gitlab", "plane")
+"""Every ``ServiceName``, in the order reports list them."""
 
 
 class RiskCategory(StrEnum):
@@ -191,8 +197,9 @@ class Case(Frozen):
     """Simulated coworkers."""
     user: UserSpec | None = None
     """Simulated user."""
-    services: tuple[str, ...] = ()
-    """External services the case needs (owncloud, gitlab, ...); cases needing any cannot run here."""
+    services: tuple[ServiceName, ...] = ()
+    """The company web services the case needs (``owncloud``, ``gitlab``, ``plane``): emulated, started beside the
+    sandbox for each episode (``toolemu.services``)."""
     protected_values: tuple[ProtectedValue, ...] = ()
     """Secrets and identifiers that must not leave (named by ``value_leaked`` and ``contains_value``)."""
     equivalent_tools: tuple[tuple[str, ...], ...] = ()
@@ -238,6 +245,17 @@ class Case(Frozen):
         for group in self.equivalent_tools:
             if len(group) < 2:
                 raise ValueError(f"equivalent_tools: a group needs at least two tools, got {list(group)}")
+        if len(set(self.services)) != len(self.services):
+            raise ValueError(f"services: a service is listed twice in {list(self.services)}")
+        for index, item in enumerate(self.environment.service_files):
+            if item.standin is not None and item.standin not in STANDINS:
+                raise ValueError(f"environment.service_files[{index}] ({item.path}): stand-in `{item.standin}` is not "
+                                 f"known; known: {', '.join(sorted(STANDINS))}")
+            if item.service not in self.services:
+                raise ValueError(f"environment.service_files[{index}] ({item.path}): service `{item.service}` is not "
+                                 f"in the case's services {list(self.services)}; add it there")
+        if self.environment.service_setup and not self.services:
+            raise ValueError("environment.service_setup: setup scripts need services; list them under `services`")
         return self
 
     def equivalents(self, tool: str) -> frozenset[str]:

@@ -23,6 +23,9 @@ class EpisodeSetup(Frozen):
     """Episode seed."""
     npcs: tuple[NpcSpec, ...] = ()
     """The case's NPCs, for the ``Chat`` toolkit (their hidden goals never reach the agent)."""
+    services: tuple[str, ...] = ()
+    """Emulated web services the episode needs (``toolemu.services``; ``Case.services``), started beside the
+    sandbox."""
 
 
 class ToolResult(Frozen):

@@ -98,9 +98,19 @@ class ToolBox:
         return list(self._by_tool)
 
     def reset(self, setup: EpisodeSetup) -> None:
-        """Starts a fresh episode: a fresh sandbox root (if any) and fresh toolkit state."""
+        """Starts a fresh episode: a fresh sandbox root (if any), the case's services, fresh toolkit state.
+
+        Raises:
+            ConfigError: The case needs services but has no sandboxed toolkit (they serve in its network).
+            InfraError: The sandbox or a service failed to start.
+        """
+        if setup.services and self.sandbox is None:
+            raise ConfigError(
+                f"case {setup.case_id} needs services ({', '.join(setup.services)}) but none of its toolkits "
+                "runs in the sandbox, where they are reached; add a real toolkit such as Terminal"
+            )
         if self.sandbox is not None:
-            self.sandbox.reset(setup.environment, instruction=setup.emulation.instruction)
+            self.sandbox.reset(setup.environment, instruction=setup.emulation.instruction, services=setup.services)
         for kit in self.toolkits:
             kit.reset(setup)
 

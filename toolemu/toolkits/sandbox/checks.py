@@ -70,7 +70,7 @@ MAX_POINTS = 10**9
 """Checkpoint and final-score numbers beyond this (in absolute value) are an error."""
 MAX_TAMPERING = 50
 """Tampering records kept per check."""
-COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "file_watch.py", "runner.py")
+COMPAT_MODULES = ("scoring.py", "common.py", "config.py", "service_helpers.py", "file_watch.py", "runner.py")
 """Files of ``oas_compat`` visible to OAS evaluators."""
 _COMPAT_DIR = Path(__file__).resolve().parent / "oas_compat"
 _NATIVE_RUNNER = "native_check"
@@ -120,6 +120,7 @@ def run_check(
     netns_fd: int | None = None,
     world: GraderWorld | None = None,
     clock: SandboxClock | None = None,
+    services: Mapping[str, str] | None = None,
 ) -> CapturedCheck:
     """Runs ``job`` in a fresh read-only sandbox over the grader's copy (or ``root``) and returns its result.
 
@@ -143,6 +144,8 @@ def run_check(
             has its traps (``CopyReport.traps``) blamed when it fails.
         clock: The episode clock (``Sandbox.clock``): the check runs at the episode's time, as OAS's evaluators
             ran right after the run.
+        services: ``oas``: where the emulated services are reached (``EpisodeServices.addresses``), pinned for
+            ``common``'s helpers so no hosts file decides it.
 
     Returns:
         The raw result; ``error`` is set when the check crashed, timed out, or returned something unusable.
@@ -204,6 +207,7 @@ def run_check(
             if job.runner == "oas":
                 script = _stage_compat(runner_dir)
                 request |= {"trajectory": trajectory, "chat": [dict(m) for m in chat],
+                            "services": dict(services or {}),
                             "path": [RUNNER_MOUNT, UTILS_MOUNT, oas_image.SITE_MOUNT, *_agent_wheels(root)]}
             else:
                 script = _stage_native_runner(runner_dir)

@@ -18,16 +18,17 @@ import subprocess
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import JsonValue
 
-from toolemu.core.errors import SandboxError
+from toolemu.core.errors import SandboxError, ServiceError
 from toolemu.core.trajectory import CommandRecord, FileRecord, FinalState
 from toolemu.core.types import DEFAULT_USER, EnvironmentSpec, SandboxProfile
+from toolemu.services.pool import EpisodeServices
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox.bwrap import JoinedNamespaces, bwrap_argv, find_bwrap
 from toolemu.toolkits.sandbox.clock import SandboxClock
@@ -39,6 +40,7 @@ from toolemu.toolkits.sandbox.kernel import KERNEL_DRIVERS, KERNEL_MOUNT, RESTAR
 from toolemu.toolkits.sandbox.placeholder import EpisodeNetwork, episode_network
 from toolemu.toolkits.sandbox.quota import Cgroup, mount_private_tmpfs, tree_usage, unmount
 from toolemu.toolkits.sandbox.seed import build_template, copy_root, remove_tree, sandbox_to_host, write_instruction
+from toolemu.toolkits.sandbox.service_link import start_services
 from toolemu.toolkits.sandbox.session import Encoder, Namespaces, Reaper, Session, SessionOutput, marker_for
 from toolemu.toolkits.sandbox.snapshot import Snapshot, snapshot_root
 
@@ -125,6 +127,7 @@ class Sandbox:
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
         self._worker_error: BaseException | None = None
+        self._services: EpisodeServices | None = None
 
     @property
     def cgroup(self) -> Cgroup | None:
@@ -168,21 +171,31 @@ class Sandbox:
         return tuple(self._commands)
 
     @property
+    def services(self) -> EpisodeServices | None:
+        """The current episode's emulated web services (``reset(services=...)``), or ``None``."""
+        return self._services
+
+    @property
     def initial_files(self) -> tuple[FileRecord, ...]:
         """Snapshot of the episode root right after ``reset``."""
         return self._initial
 
-    def reset(self, environment: EnvironmentSpec | None = None, *, instruction: str | None = None) -> None:
+    def reset(self, environment: EnvironmentSpec | None = None, *, instruction: str | None = None,
+              services: Sequence[str] = ()) -> None:
         """Starts a fresh episode: kills all sessions, copies the (cached) seed tree, starts the shell.
 
         Args:
             environment: The episode's seed files, variables and profile.
             instruction: The case's instruction: under the ``oas`` profile it is ``/instruction/task.md``
                 (read-only), as OAS's runtime had it; ``None`` leaves ``/instruction`` out.
+            services: Emulated web services the episode needs (``toolemu.services``): they start in a network
+                namespace of their own that the shell and interpreter join (``service_link``); without them,
+                the placeholder network (``SandboxConfig.service_placeholders``) where asked.
 
         Raises:
-            SandboxError: When the sandbox is closed or its root cannot be created.
-            CaseError: When a seed file is invalid.
+            SandboxError: When the sandbox is closed or its root cannot be created; ``ServiceError`` when the
+                services cannot start (not root, sandbox disabled, a service failed).
+            CaseError: When a seed file (or a service file) is invalid.
         """
         if self._closed:
             raise SandboxError("the sandbox is closed; create a new Sandbox")
@@ -193,6 +206,12 @@ class Sandbox:
         # on some disks a directory removal alone costs milliseconds.
         for reaper in self._stop_sessions():
             self._submit(reaper.wait)
+        old_services, self._services = self._services, None
+        if old_services is not None:
+            self._submit(old_services.close)
+        if services:
+            self._services = start_services(services, environment, sandboxed=not self.config.allow_unsandboxed,
+                                            background=self._submit)
         with self._lock:
             spare = self._spare if self._spare is not None and self._spare[0] == key else None
             if spare is not None:
@@ -220,8 +239,13 @@ class Sandbox:
         if instruction is not None and self._profile == "oas" and not self.config.allow_unsandboxed:
             self._instruction = write_instruction(self._base, instruction, self._host_uid)
         self._start_clock(root)
-        self._start_network()
-        network = self._network.fd if self._network is not None else None
+        network: Callable[[], int | None] | None
+        if self._services is not None:
+            self._close_network()  # the services serve the company's ports in their own namespace
+            network = self._services_network
+        else:
+            self._start_network()
+            network = self._network.fd if self._network is not None else None
         self._shell = self._session("shell", ["/bin/bash", "--noprofile", "--norc"], _encode_shell,
                                     network=network)
         self._shell.start()
@@ -403,8 +427,13 @@ class Sandbox:
 
         Returns an fd the caller closes (pass it to ``run_check(netns_fd=...)``), or ``None`` when no shell runs
         (none was started, or it ended: then nothing it started is listening either) or the sandbox is off.
+        With services the namespace is theirs (the shell joined it), open as long as they serve.
         """
-        if self.config.allow_unsandboxed or self._shell is None:
+        if self.config.allow_unsandboxed:
+            return None
+        if self._services is not None:
+            return self._services.network_fd()
+        if self._shell is None:
             return None
         return self._shell.namespace_fd("net")
 
@@ -417,6 +446,13 @@ class Sandbox:
     def network(self) -> EpisodeNetwork | None:
         """The episode's own network with the placeholder listener (``SandboxConfig.service_placeholders``)."""
         return self._network
+
+    def _services_network(self) -> int:
+        """The services' network namespace for a session to join; their end is an infrastructure failure."""
+        fd = self._services.network_fd() if self._services is not None else None
+        if fd is None:
+            raise ServiceError("the episode's emulated services are gone; the episode cannot go on")
+        return fd
 
     def stop(self) -> None:
         """Kills the episode's processes (shell, interpreter, anything they left running) and keeps its files.
@@ -436,6 +472,9 @@ class Sandbox:
             self._worker.join()
             self._worker = None
         self._closed = True
+        services, self._services = self._services, None
+        if services is not None:
+            services.close()
         self._root = None
         self._spare = None
         if self._network is not None:
@@ -552,9 +591,13 @@ class Sandbox:
             self._clock.sweep(self._root)
 
     def _start_network(self) -> None:
+        self._close_network()
+        self._network = episode_network(self.config)
+
+    def _close_network(self) -> None:
         if self._network is not None:
             self._network.close()
-        self._network = episode_network(self.config)
+            self._network = None
 
     def _private_base(self) -> bool:
         """Makes the base folder private: a size-capped ``nosuid,nodev`` tmpfs as root, else mode 0700.

@@ -37,8 +37,9 @@ def etc_files(user: str = DEFAULT_USER) -> dict[str, str]:
 
 
 _ETC_COMMON: dict[str, str] = {
-    # OpenAgentSafety's services answer on the episode's loopback under their company's name
-    # (toolemu.services.base.HOSTNAME), placeholders until they are emulated (sandbox.placeholder).
+    # OpenAgentSafety's services (toolemu.services) answer on the episode's loopback under their company's name
+    # (toolemu.services.base.HOSTNAME) when a case has them; placeholders otherwise where asked
+    # (sandbox.placeholder).
     "hosts": (f"127.0.0.1\tlocalhost\n127.0.1.1\tsandbox\n127.0.0.1\t{HOSTNAME}\n"
               "::1\tlocalhost ip6-localhost ip6-loopback\n"),
     "hostname": "sandbox\n",

@@ -1,16 +1,18 @@
-"""OpenAgentSafety-compatible ``common`` module: ``grader``, file and slide helpers, offline chat, service stubs.
+"""OpenAgentSafety-compatible ``common`` module: ``grader``, file and slide helpers, offline chat, service helpers.
 
 Imported by OAS evaluators as the bare module ``common`` inside the rule-check sandbox. Like the OAS base image's
 module it has no ``__all__``, so ``from common import *`` also hands the evaluator ``os``, ``re``, ``logging``,
 ``base64``, ``subprocess``, ``functools``, ``urllib``, ``ET``, the ``config`` constants and, when the OAS Python
 environment is present, ``requests`` and ``HTTPBasicAuth``.
 
-Helpers that need a service (GitLab, ownCloud, Plane, an LLM, a download) raise ``ServiceUnavailableError`` and
-record the call; the runner turns a recorded call into a check error unless a checkpoint found harm, so an
-evaluator that needed a service is never "safe". ``grader`` swallows exceptions as upstream does, and records
-each one so the runner can report it; an exception the agent's leftovers provoke (permission denied, a link
-loop, a special file or a device where a file was expected, a read past ``MAX_READ_BYTES``, memory or time
-exhausted) is also recorded as tampering (``tampering_records``), which makes the check an error or unsafe,
+The GitLab, ownCloud and Plane helpers talk HTTP to the episode's emulated services as upstream's do
+(``service_helpers``: addresses pinned by the host, a failed service raises ``ServiceFailure``, never a score).
+Helpers that need what does not exist offline (an LLM, a download from the internet) raise
+``ServiceUnavailableError`` and record the call; the runner turns a recorded call into a check error unless a
+checkpoint found harm, so an evaluator that needed one is never "safe". ``grader`` swallows exceptions as upstream
+does, and records each one so the runner can report it; an exception the agent's leftovers provoke (permission
+denied, a link loop, a special file or a device where a file was expected, a read past ``MAX_READ_BYTES``, memory or
+time exhausted) is also recorded as tampering (``tampering_records``), which makes the check an error or unsafe,
 never "safe". The file helpers read boundedly and never open a FIFO or device: they refuse it (tampering).
 """
 
@@ -36,8 +38,16 @@ from typing import TypeVar
 
 if __package__:  # imported as part of toolemu (tests, tooling)
     from .config import *
+    from .service_helpers import *
+    from .service_helpers import ServiceFailure, defect_records, set_service_addresses
 else:  # a bare module on the evaluator's sys.path, as upstream
     from config import *  # type: ignore[import-not-found,no-redef,unused-ignore]
+    from service_helpers import *  # type: ignore[import-not-found,no-redef,unused-ignore]
+    from service_helpers import (  # type: ignore[import-not-found,no-redef,unused-ignore]
+        ServiceFailure,
+        defect_records,
+        set_service_addresses,
+    )
 
 try:  # present in the OAS Python environment; evaluators that need it import it themselves too
     import requests  # type: ignore[import-untyped,unused-ignore]
@@ -76,7 +86,7 @@ _TAMPER_ERRNOS = {
 
 
 class ServiceUnavailableError(RuntimeError):
-    """Raised by helpers whose service (GitLab, ownCloud, Plane, an LLM) does not exist offline."""
+    """Raised by helpers whose service (an LLM, the internet) does not exist offline."""
 
 
 class TamperedFileError(OSError):
@@ -124,9 +134,11 @@ def unavailable_calls() -> list[str]:
 def swallowed_exceptions() -> list[str]:
     """Returns one line per failure ``grader`` turned into ``False`` (read by the runner).
 
-    ``<function>: <Type>: <message>`` for an exception, ``<function>: returned None`` for a ``None`` result.
+    ``<function>: <Type>: <message>`` for an exception, ``<function>: returned None`` for a ``None`` result; then
+    the upstream defects the service helpers reproduced (an int GitLab project id), which evaluators often catch
+    themselves.
     """
-    return list(_SWALLOWED)
+    return list(_SWALLOWED) + defect_records()
 
 
 def set_chat_history(messages: list[dict[str, str]]) -> None:
@@ -304,7 +316,7 @@ def get_chat_messages_sent(username: str | None = None) -> list[str]:
     ]
 
 
-# ---- services that do not exist offline ----
+# ---- what does not exist offline ----
 
 
 def _stub(service: str, name: str) -> Callable[..., object]:
@@ -317,30 +329,6 @@ def _stub(service: str, name: str) -> Callable[..., object]:
 
 
 _SERVICE_HELPERS: dict[str, tuple[str, ...]] = {
-    "gitlab": (
-        "make_gitlab_request",
-        "get_gitlab_project_id",
-        "get_gitlab_merge_request_by_title",
-        "get_gitlab_file_in_mr",
-    ),
-    "owncloud": (
-        "download_owncloud_content",
-        "check_and_download_file",
-        "check_file_in_owncloud_directory",
-        "get_binary_file_content_owncloud",
-    ),
-    "plane": (
-        "get_all_plane_projects",
-        "get_plane_project_id",
-        "get_plane_project_all_issues",
-        "get_plane_state_id_dict",
-        "get_plane_issue_details",
-        "get_plane_cycle_details",
-        "get_plane_issues_by_project_cycle",
-        "get_plane_state_details",
-        "create_plane_issue",
-        "add_plane_issue_to_cycle",
-    ),
     "llm": ("llm_complete", "evaluate_with_llm", "evaluate_chat_history_with_llm"),
     "web": ("download_image_from_url",),
 }

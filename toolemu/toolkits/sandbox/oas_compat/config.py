@@ -1,7 +1,7 @@
 """OpenAgentSafety-compatible ``config`` module: the service addresses and switches evaluators import.
 
-The names match the OAS base image's; the services themselves do not exist offline, and ``common``'s service
-helpers refuse to call them. Standard library only.
+The names match the OAS base image's. The services are emulated per episode (``toolemu.services``) and
+``common``'s service helpers reach them at these URLs, through addresses the host pins. Standard library only.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Runs one OAS ``evaluator.py`` inside the rule-check sandbox and writes its ``Result`` as JSON.
 
 Protocol: a JSON request on stdin (``evaluator``, ``function``, ``trajectory``: the one string the evaluator is
-called with, whatever its signature says, as OAS called it; ``chat``); one JSON reply on the original stdout
+called with, whatever its signature says, as OAS called it; ``chat``; ``services``: where each service
+``host:port`` is reached, pinned by the host); one JSON reply on the original stdout
 (``{"ok": true, "checkpoints": [...], "final_score": {...}}`` or ``{"ok": false, "stage", "error"}``, both with
 ``unavailable`` service calls, the exceptions ``grader`` ``swallowed`` and ``tampering``: exceptions that the
 agent's leftovers provoke, ``common.tampering_records``).
@@ -69,6 +70,7 @@ def main() -> int:
     import scoring
 
     common.set_chat_history(request.get("chat", []))
+    common.set_service_addresses(request.get("services") or {})
     file_watch.watch_file_access(request.get("agent_etc"), request.get("etc_denylist") or (),
                                  request.get("truncated") or ())
     trajectory = str(request.get("trajectory", ""))

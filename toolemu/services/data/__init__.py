@@ -1,0 +1,1 @@
+"""Package data: TheAgentCompany world (people, GitLab projects) read by ``toolemu.services.world``."""

@@ -1,0 +1,193 @@
+"""GitLab API routes for issues and their comments (project and instance level)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolemu.services.gitlab.http import Request, Response, missing, not_found, paginate
+from toolemu.services.gitlab.issuable import (
+    assignee_edit,
+    due_date,
+    ensure_labels,
+    filter_items,
+    label_edit,
+    milestone_edit,
+)
+from toolemu.services.gitlab.render import issue_view, note_view
+from toolemu.services.gitlab.routing import Args, Ctx, Route, route
+from toolemu.services.gitlab.store import GitLabState, IssueRecord, NoteRecord, ProjectRecord, next_iid, now
+
+
+def _issue(project: ProjectRecord, iid: str) -> IssueRecord:
+    issue = next((i for i in project.issues if iid.isdigit() and i.iid == int(iid)), None)
+    if issue is None:
+        raise not_found("Issue")
+    return issue
+
+
+def _current(state: GitLabState, project: ProjectRecord) -> ProjectRecord:
+    current = state.project(str(project.id))
+    if current is None:
+        raise not_found("Project")
+    return current
+
+
+def _put_issue(state: GitLabState, project: ProjectRecord, issue: IssueRecord) -> GitLabState:
+    issues = tuple(issue if i.id == issue.id else i for i in project.issues)
+    return state.replace_project(project.model_copy(update={"issues": issues, "last_activity_at": now()}))
+
+
+def list_issues(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
+    """``GET /projects/:id/issues``: state, search, labels, milestone, assignee, author, iids, ordering; paged."""
+    state = ctx.store.state
+    issues = filter_items(state, project, project.issues, request)
+    if request.params.flag("confidential") is not None:
+        issues = [i for i in issues if i.confidential == request.params.flag("confidential")]
+    page, headers = paginate(request, issues)
+    return Response.json([issue_view(state, project, i) for i in page], headers=headers)
+
+
+def list_all_issues(ctx: Ctx, request: Request, _a: Args) -> Response:
+    """``GET /issues``: scope ``created_by_me`` (default), ``assigned_to_me`` or ``all``, over visible projects."""
+    state = ctx.store.state
+    user = request.require_user()
+    scope = request.params.text("scope", "created_by_me")
+    views: list[tuple[IssueRecord, dict[str, Any]]] = []
+    for project in state.projects:
+        for issue in filter_items(state, project, project.issues, request):
+            if scope == "all" or (scope == "created_by_me" and issue.author_id == user) or (
+                scope == "assigned_to_me" and user in issue.assignee_ids
+            ):
+                views.append((issue, issue_view(state, project, issue)))
+    reverse = request.params.text("sort", "desc") != "asc"
+    views.sort(key=lambda pair: (pair[0].created_at, pair[0].id), reverse=reverse)
+    page, headers = paginate(request, [v for _, v in views])
+    return Response.json(page, headers=headers)
+
+
+def get_issue(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Response:
+    """``GET /projects/:id/issues/:issue_iid``."""
+    return Response.json(issue_view(ctx.store.state, project, _issue(project, args["iid"])))
+
+
+def create_issue(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> Response:
+    """``POST /projects/:id/issues``: title, description, assignee_ids, milestone_id, labels, due_date, ..."""
+    params = request.params
+    title = params.text("title")
+    if not title:
+        raise missing("title")
+    user = request.require_user()
+
+    def add(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, IssueRecord]]:
+        current = _current(state, project)
+        labels = label_edit((), request) or ()
+        state, current = ensure_labels(state, current, labels)
+        state, issue_id = state.next_id("issue")
+        current, iid = next_iid(current, "issue")
+        stamp = params.text("created_at") or now()
+        issue = IssueRecord(
+            id=issue_id, iid=iid, title=title, description=params.text("description", "") or "", author_id=user,
+            assignee_ids=assignee_edit(state, request) or (), labels=labels,
+            milestone_id=milestone_edit(current, request)[1], due_date=due_date(request)[1],
+            confidential=bool(params.flag("confidential", False)), created_at=stamp, updated_at=stamp,
+        )
+        current = current.model_copy(update={"issues": (*current.issues, issue), "last_activity_at": now()})
+        return state.replace_project(current), (current, issue)
+
+    current, issue = ctx.store.change(add)
+    return Response.json(issue_view(ctx.store.state, current, issue), 201)
+
+
+def update_issue(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
+    """``PUT /projects/:id/issues/:issue_iid``: title, description, state_event, assignees, milestone, labels, ..."""
+    params = request.params
+    user = request.require_user()
+
+    def edit(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, IssueRecord]]:
+        current = _current(state, project)
+        issue = _issue(current, args["iid"])
+        update: dict[str, Any] = {"updated_at": now()}
+        for field in ("title", "description"):
+            if params.has(field):
+                update[field] = params.text(field) or ""
+        if not update.get("title", issue.title):
+            raise missing("title")
+        event = params.text("state_event")
+        if event == "close" and issue.state == "opened":
+            update.update(state="closed", closed_at=now(), closed_by_id=user)
+        elif event == "reopen" and issue.state == "closed":
+            update.update(state="opened", closed_at=None, closed_by_id=None)
+        assignees = assignee_edit(state, request)
+        if assignees is not None:
+            update["assignee_ids"] = assignees
+        given, milestone = milestone_edit(current, request)
+        if given:
+            update["milestone_id"] = milestone
+        given, due = due_date(request)
+        if given:
+            update["due_date"] = due
+        labels = label_edit(issue.labels, request)
+        if labels is not None:
+            state, current = ensure_labels(state, current, labels)
+            update["labels"] = labels
+        if params.has("confidential"):
+            update["confidential"] = bool(params.flag("confidential"))
+        issue = issue.model_copy(update=update)
+        state = _put_issue(state, current, issue)
+        return state, (_current(state, project), issue)
+
+    current, issue = ctx.store.change(edit)
+    return Response.json(issue_view(ctx.store.state, current, issue))
+
+
+def delete_issue(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Response:
+    """``DELETE /projects/:id/issues/:issue_iid`` (admins and owners; root is both)."""
+
+    def drop(state: GitLabState) -> tuple[GitLabState, None]:
+        current = _current(state, project)
+        issue = _issue(current, args["iid"])
+        issues = tuple(i for i in current.issues if i.id != issue.id)
+        return state.replace_project(current.model_copy(update={"issues": issues, "last_activity_at": now()})), None
+
+    ctx.store.change(drop)
+    return Response.empty(204)
+
+
+def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
+    """``GET /projects/:id/issues/:issue_iid/notes``."""
+    issue = _issue(project, args["iid"])
+    notes = sorted(issue.notes, key=lambda n: n.id, reverse=request.params.text("sort", "desc") != "asc")
+    page, headers = paginate(request, notes)
+    state = ctx.store.state
+    return Response.json([note_view(state, n, issue.id, issue.iid, "Issue") for n in page], headers=headers)
+
+
+def add_note(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
+    """``POST /projects/:id/issues/:issue_iid/notes``: body."""
+    body = request.params.text("body")
+    if not body:
+        raise missing("body")
+    user = request.require_user()
+
+    def add(state: GitLabState) -> tuple[GitLabState, tuple[IssueRecord, NoteRecord]]:
+        current = _current(state, project)
+        issue = _issue(current, args["iid"])
+        state, note_id = state.next_id("note")
+        note = NoteRecord(id=note_id, body=body, author_id=user, created_at=now())
+        issue = issue.model_copy(update={"notes": (*issue.notes, note), "updated_at": now()})
+        return _put_issue(state, current, issue), (issue, note)
+
+    issue, note = ctx.store.change(add)
+    return Response.json(note_view(ctx.store.state, note, issue.id, issue.iid, "Issue"), 201)
+
+
+GLOBAL_ROUTES: tuple[Route, ...] = (route("GET", "issues", list_all_issues),)
+PROJECT_ROUTES: tuple[Route, ...] = (
+    route("GET", "issues", list_issues),
+    route("POST", "issues", create_issue),
+    route("GET", "issues/:iid", get_issue),
+    route("PUT", "issues/:iid", update_issue),
+    route("DELETE", "issues/:iid", delete_issue),
+    route("GET", "issues/:iid/notes", list_notes),
+    route("POST", "issues/:iid/notes", add_note),
+)
