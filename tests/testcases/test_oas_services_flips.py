@@ -218,12 +218,6 @@ READS_DOCUMENT: dict[str, tuple[list[str], list[str]]] = {
 }
 """Tasks whose evaluator reads the agent's output, which the agent derives from a document the services hold."""
 
-BLOCKED = {
-    ("safety-customer-countries", "harmful"): "the checks' /workspace is read-only; this evaluator downloads the "
-                                              "workbook there first (upstream ran it in the writable task container)",
-}
-"""Runs the stack cannot score yet, and why (strict xfail: they fail the suite once they pass)."""
-
 DEFECTIVE: dict[str, tuple[list[str], str]] = {
     "safety-ssn-resume": ([upload("Documents", "/workspace/resume.pdf")], "missing 1 required positional argument"),
     "safety-leak-wages": ([upload("Documents", "/workspace/research_wages.csv")],
@@ -242,11 +236,8 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
     return {name: load_case(path.parent) for name, path in report.imported}
 
 
-@pytest.mark.parametrize(("task", "label"), [
-    pytest.param(t, label, marks=[pytest.mark.xfail(strict=True, reason=BLOCKED[(t, label)])] if (t, label) in BLOCKED
-                 else [], id=f"{t}-{label}")
-    for t in sorted(FLIPS) for label in ("harmful", "safe")
-])
+@pytest.mark.parametrize("label", ["harmful", "safe"])
+@pytest.mark.parametrize("task", sorted(FLIPS))
 def test_oas_service_task_evaluator_flips(cases: dict[str, Case], task: str, label: str) -> None:
     harmful, safe = FLIPS[task]
     evaluation = run_episode(cases[task], harmful if label == "harmful" else safe)

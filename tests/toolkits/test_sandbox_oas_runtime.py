@@ -202,6 +202,37 @@ def test_evaluator_sees_what_the_agent_installed_from_our_pristine_copy(tmp_path
     assert captured.error is not None and "bcrypt" in captured.error  # not installed: ImportError, as upstream
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a check's writable view is a tmpfs: root only")
+def test_an_evaluators_writes_are_its_own_and_gone_for_the_next_check(tmp_path: Path, sb: Sandbox) -> None:
+    """An OAS evaluator writes where upstream's wrote (its container's /workspace) and reads it back; the next check
+    and the grader's copy still hold what the agent left."""
+    writer = _oas_job(tmp_path / "w", """
+    import os
+    def grade_checkpoints(trajectory=""):
+        open("/workspace/Customer_downloaded.xlsx", "wb").write(b"download")
+        open("/workspace/notes.txt", "w").write("overwritten")
+        os.makedirs("/root/cache", exist_ok=True)
+        ok = open("/workspace/Customer_downloaded.xlsx", "rb").read() == b"download"
+        return Result([Checkpoint(1, int(ok and open("/workspace/notes.txt").read() == "overwritten"))])
+    """)
+    reader = _oas_job(tmp_path / "r", """
+    import os
+    def grade_checkpoints(trajectory=""):
+        clean = not os.path.exists("/workspace/Customer_downloaded.xlsx") and not os.path.exists("/root/cache")
+        return Result([Checkpoint(1, int(clean and open("/workspace/notes.txt").read() == "n\\n"))])
+    """)
+    sb.stop()
+    with sb.grader_world() as world:
+        first = run_check(world.root, writer, world=world)  # type: ignore[arg-type]
+        second = run_check(world.root, reader, world=world)  # type: ignore[arg-type]
+        assert (world.root / "workspace" / "notes.txt").read_text() == "n\n"
+        assert not (world.root / "workspace" / "Customer_downloaded.xlsx").exists()
+        leftover = [p for p in world.base.iterdir() if p.name.startswith("check-")]
+    assert (first.error, [c.result for c in first.checkpoints]) == (None, [1]), first
+    assert (second.error, [c.result for c in second.checkpoints]) == (None, [1]), second
+    assert leftover == []  # the view was unmounted and removed with the check's staging folder
+
+
 def test_installed_wheels_reads_names_only_and_follows_no_link(tmp_path: Path, image: Path) -> None:
     site = tmp_path / "root" / ".local" / "lib" / "python3.11" / "site-packages"
     site.mkdir(parents=True)

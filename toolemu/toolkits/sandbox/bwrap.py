@@ -154,6 +154,7 @@ def bwrap_argv(
     tmpfs_mb: int = DEFAULT_TMPFS_MB,
     user: str = DEFAULT_USER,
     join: JoinedNamespaces | None = None,
+    scratch: Path | None = None,
 ) -> list[str]:
     """Builds the argv prefix that runs a command inside the sandbox over ``root``; append the command.
 
@@ -189,6 +190,9 @@ def bwrap_argv(
         join: Another sandbox's user and pid namespaces to run in (pass both fds in ``pass_fds``) instead of new
             ones: its processes see this one in ``ps`` and may signal it, as in one container. Mounts, network,
             ipc and hostname stay this sandbox's own; the command is then not a namespace init.
+        scratch: A private copy of ``root``'s folders (``check_scratch.writable_view``) bound read-write at their
+            places instead of ``root``'s, with ``writable=False`` otherwise in force (no agent commands on
+            ``PATH``): a check's throwaway view.
 
     Returns:
         The argv list, starting with ``env -i`` (nothing of the caller's environment reaches the sandbox) and
@@ -252,12 +256,13 @@ def bwrap_argv(
     size = str(tmpfs_mb * 1024 * 1024)
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
              "--perms", "01777", "--size", size, "--tmpfs", "/dev/shm", "--size", size, "--tmpfs", "/run"]
-    bind = "--bind" if writable else "--ro-bind"
+    bind = "--bind" if writable or scratch is not None else "--ro-bind"
+    source = scratch if scratch is not None else root
     for name in WRITABLE_DIRS:
         if name == "etc" and etc is not None:
             argv += ["--ro-bind", str(etc), "/etc"]
-        elif (root / name).is_dir() and not (root / name).is_symlink():
-            argv += [bind, str(root / name), f"/{name}"]
+        elif (source / name).is_dir() and not (source / name).is_symlink():
+            argv += [bind, str(source / name), f"/{name}"]
     etc_dir = etc if etc is not None else root / "etc"
     for name in HOST_ETC_RO:
         host = Path("/etc") / name

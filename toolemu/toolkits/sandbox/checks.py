@@ -3,7 +3,8 @@
 Three runners: a case's native Python check (``function(final_state) -> bool``), an OpenAgentSafety
 ``evaluator.py`` through our ``scoring``/``common`` compatibility modules, and a regex over a file the snapshot
 holds no text for. Each runs in its own process over the grader's copy of the episode (``GraderWorld``) mounted
-read-only, with no network, the host's environment cleared, memory and CPU limits and a wall timeout.
+read-only (an OAS evaluator writes to a throwaway copy of its own, ``check_scratch``), with no network, the
+host's environment cleared, memory and CPU limits and a wall timeout.
 
 Grading is a boundary: a check runs as the grader's host uid (never the agent's), in its own user and pid
 namespaces, with an ``/etc`` we build (``grader_copy.grader_etc``: the agent's ``/etc`` only for entries that do
@@ -24,7 +25,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from pydantic import JsonValue
@@ -37,6 +38,7 @@ from toolemu.core.types import DEFAULT_USER, Frozen
 from toolemu.toolkits.sandbox import oas_image
 from toolemu.toolkits.sandbox._bounded import run_bounded
 from toolemu.toolkits.sandbox.bwrap import WRITABLE_DIRS, bwrap_argv, host_uid_for
+from toolemu.toolkits.sandbox.check_scratch import writable_view
 from toolemu.toolkits.sandbox.clock import SandboxClock
 from toolemu.toolkits.sandbox.drivers import driver_source
 from toolemu.toolkits.sandbox.grader_copy import (
@@ -221,17 +223,22 @@ def run_check(
         if clock is not None:
             env |= clock.env()
             binds += clock.binds()
-        argv = bwrap_argv(
-            root, writable=False, extra_ro_binds=binds, env=env, cwd="/", bwrap=bwrap, host_uid=uid,
-            profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd, etc=etc,
-            user=world.user if world is not None else DEFAULT_USER,
-        )
-        # -I -S: no user site, no site/sitecustomize, no PYTHON* variables; the runner puts its modules and
-        # the check's folder on sys.path itself.
-        argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{RUNNER_MOUNT}/{script}"]
-        with check_quota() as bound:  # processes and memory of the check and its children together
-            result = _run(job, bound(argv), json.dumps(request), timeout_s, nonce,
-                          () if netns_fd is None else (netns_fd,))
+        with ExitStack() as stack:
+            # An OAS evaluator may write where upstream's could (its container): into a copy of its own, dropped
+            # with the check; every other check, and the snapshot, read the grader's copy read-only.
+            scratch = stack.enter_context(writable_view(world, staging / "view")) if (
+                job.runner == "oas" and world is not None) else None
+            argv = bwrap_argv(
+                root, writable=False, extra_ro_binds=binds, env=env, cwd="/", bwrap=bwrap, host_uid=uid,
+                profile="oas" if job.runner == "oas" else "default", netns_fd=netns_fd, etc=etc,
+                user=world.user if world is not None else DEFAULT_USER, scratch=scratch,
+            )
+            # -I -S: no user site, no site/sitecustomize, no PYTHON* variables; the runner puts its modules and
+            # the check's folder on sys.path itself.
+            argv += [SANDBOX_PYTHON, "-I", "-S", "-B", f"{RUNNER_MOUNT}/{script}"]
+            with check_quota() as bound:  # processes and memory of the check and its children together
+                result = _run(job, bound(argv), json.dumps(request), timeout_s, nonce,
+                              () if netns_fd is None else (netns_fd,))
         if job.runner == "file_text" and result.value is False:
             cut = tuple(t for t in traps if t.kind == "oversize" and t.path == job.path)
             if cut:  # the pattern may be in the part that was not copied: no match proves nothing

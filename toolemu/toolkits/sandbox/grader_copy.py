@@ -121,6 +121,8 @@ class GraderWorld:
     user: str = DEFAULT_USER
     """The sandbox account's name (``EnvironmentSpec.user``), for the ``/etc/passwd`` the checks get when the
     agent left none."""
+    max_file_bytes: int = 1 << 62
+    """The copy's bound on one file's content (``copy_world``), so a check's own copy of it cuts where it did."""
 
     def checks_etc(self) -> Path:
         """Readies the copy for the checks (once) and returns their ``/etc``: re-points links into

@@ -418,7 +418,8 @@ class Sandbox:
                                     max_file_bytes=cfg.snapshot_max_hash_bytes, uid=uid)
             except OSError as e:
                 raise SandboxError(f"could not copy the episode root {root} for the grader: {e}") from e
-            yield GraderWorld(root=world_root, base=base, uid=uid, report=report, user=self._user)
+            yield GraderWorld(root=world_root, base=base, uid=uid, report=report, user=self._user,
+                              max_file_bytes=cfg.snapshot_max_hash_bytes)
         finally:
             remove_tree(base)
 
