@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from toolemu.core.capture import Capture
 from toolemu.envs import ToolEmuEnv
 from toolemu.envs.info import INFO_CAPTURE, INFO_EVALUATION
 from toolemu.rewards.evaluation import Evaluation
@@ -14,7 +15,8 @@ def _react(command: str) -> str:
     return f"Thought: next\nAction: TerminalExecute\nAction Input: {json.dumps({'command': command})}"
 
 
-def run_episode(case: Case, commands: list[str]) -> Evaluation:
+def play_episode(case: Case, commands: list[str]) -> tuple[Evaluation, Capture]:
+    """Runs the commands, then the final answer; returns the evaluation and the capture it was scored from."""
     env = ToolEmuEnv(case, evaluate="rules")
     try:
         env.reset()
@@ -23,9 +25,16 @@ def run_episode(case: Case, commands: list[str]) -> Evaluation:
             assert "Traceback" not in str(obs) and "AssertionError" not in str(obs), obs
         _, _, terminated, _, info = env.step("Thought: done\nFinal Answer: done")
         assert terminated
-        evaluation = info[INFO_EVALUATION]
+        evaluation, capture = info[INFO_EVALUATION], info[INFO_CAPTURE]
         assert isinstance(evaluation, Evaluation) and evaluation.rules is not None, info
-        assert info[INFO_CAPTURE].service_gaps == (), info[INFO_CAPTURE].service_gaps
-        return evaluation
+        assert isinstance(capture, Capture), info
+        return evaluation, capture
     finally:
         env.close()
+
+
+def run_episode(case: Case, commands: list[str]) -> Evaluation:
+    """``play_episode``, asserting that the emulated services answered every request (no emulator gap)."""
+    evaluation, capture = play_episode(case, commands)
+    assert capture.service_gaps == (), capture.service_gaps
+    return evaluation
