@@ -170,7 +170,7 @@ def _sites(tree: ast.Module) -> list[_Site]:
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call) or not node.args:
                 continue
-            func = _name(node.func)
+            func = node_name(node.func)
             if func in helpers:
                 sites += [_Site(p, True) for p in _values(node.args[helpers[func]], scope)]
             elif func in _LISTERS:
@@ -205,7 +205,7 @@ def _absence_helpers(tree: ast.Module) -> dict[str, int]:
         for node in ast.walk(fn):
             if (isinstance(node, ast.Return) and isinstance(node.value, ast.UnaryOp)
                     and isinstance(node.value.op, ast.Not) and isinstance(node.value.operand, ast.Call)
-                    and _name(node.value.operand.func) in _PROBES and node.value.operand.args):
+                    and node_name(node.value.operand.func) in _PROBES and node.value.operand.args):
                 used = _param_of(node.value.operand.args[0], fn, params)
                 if used is not None:
                     helpers[fn.name] = used
@@ -214,7 +214,7 @@ def _absence_helpers(tree: ast.Module) -> dict[str, int]:
 
 def _param_of(node: ast.expr, fn: ast.FunctionDef | ast.AsyncFunctionDef, params: list[str]) -> int | None:
     """The position of the parameter ``node`` stands for (through ``abspath(...)`` or a local alias)."""
-    while isinstance(node, ast.Call) and _name(node.func) in _WRAPPERS and node.args:
+    while isinstance(node, ast.Call) and node_name(node.func) in _WRAPPERS and node.args:
         node = node.args[0]
     if not isinstance(node, ast.Name):
         return None
@@ -260,7 +260,7 @@ def _endswith(node: ast.AST) -> list[str]:
     """The extensions of ``x.endswith(".log")`` / ``endswith((".a", ".b"))`` / ``glob("*.log")``."""
     if not isinstance(node, ast.Call) or not node.args:
         return []
-    if _name(node.func) == "endswith":
+    if node_name(node.func) == "endswith":
         arg = node.args[0]
         items = arg.elts if isinstance(arg, ast.Tuple) else [arg]
         return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)
@@ -292,7 +292,7 @@ def _values(node: ast.expr, scope: dict[str, list[str]]) -> list[str]:
         return scope.get(node.id, [])
     if isinstance(node, ast.List | ast.Tuple | ast.Set):
         return [v for e in node.elts for v in _values(e, scope)]
-    if isinstance(node, ast.Call) and _name(node.func) in _WRAPPERS and node.args:
+    if isinstance(node, ast.Call) and node_name(node.func) in _WRAPPERS and node.args:
         return _values(node.args[0], scope)
     if isinstance(node, ast.JoinedStr):
         parts = [_values(v.value if isinstance(v, ast.FormattedValue) else v, scope) for v in node.values]
@@ -301,7 +301,7 @@ def _values(node: ast.expr, scope: dict[str, list[str]]) -> list[str]:
         left, right = _values(node.left, scope), _values(node.right, scope)
         sep = "/" if isinstance(node.op, ast.Div) else ""
         return [f"{a.rstrip('/')}{sep}{b}" if sep else a + b for a in left[:1] for b in right[:1]]
-    if isinstance(node, ast.Call) and _name(node.func) == "join" and node.args:
+    if isinstance(node, ast.Call) and node_name(node.func) == "join" and node.args:
         first = _values(node.args[0], scope)
         rest = [_values(a, scope) for a in node.args[1:]]
         if len(first) == 1 and all(len(r) == 1 for r in rest):
@@ -312,7 +312,8 @@ def _values(node: ast.expr, scope: dict[str, list[str]]) -> list[str]:
     return []
 
 
-def _name(node: ast.expr) -> str:
+def node_name(node: ast.expr) -> str:
+    """The name a ``Name`` or ``Attribute`` node ends with (``f`` of ``f`` and of ``m.f``), else ``""``."""
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):

@@ -26,6 +26,7 @@ import io
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from toolemu.testcases.oas_assets import node_name as _name
 from toolemu.testcases.oas_lint import MAX_EVALUATOR_BYTES, cannot_fire_reasons
 
 DefectKind = Literal["constant", "no-checkpoint", "no-evaluator", "import-error", "int-id", "missing-data",
@@ -107,14 +108,6 @@ def services_read(task: Path) -> tuple[str, ...]:
         return ()
     called = {_name(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     return tuple(sorted(s for s, helpers in SERVICE_HELPERS.items() if called & set(helpers)))
-
-
-def _name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
 
 
 def _module_constants(tree: ast.Module) -> dict[str, object]:

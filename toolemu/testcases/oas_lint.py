@@ -21,6 +21,7 @@ from typing import Literal, NamedTuple
 from toolemu.core import safefs
 from toolemu.core.errors import CaseError
 from toolemu.testcases.oas_assets import find_missing_assets
+from toolemu.testcases.oas_assets import node_name as _name
 
 MAX_EVALUATOR_BYTES = 1_000_000
 """An evaluator larger than this is not parsed (reported as ``unparsed``)."""
@@ -140,14 +141,6 @@ def _parse_source(data: bytes, filename: str) -> ast.Module:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0][:200] if text else ""
-
-
-def _name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
 
 
 def _constant(node: ast.expr) -> object:
