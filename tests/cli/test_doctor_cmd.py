@@ -24,8 +24,13 @@ def test_doctor_prints_one_line_per_limit_with_what_applies_here() -> None:
     lines = dict(line.split(": ", 1) for line in out.splitlines())
     assert set(lines) == {"bwrap", "user", "cgroup", "sandbox as a whole", "cgroup freezer", "root size",
                           "/run, /dev/shm", "per process", "time", "snapshot", "archive members", "checks",
-                          "episode clock"}
+                          "episode clock", "web services"}
     assert lines["episode clock"].startswith(("libfaketime /", "MISSING: libfaketime not found"))
+    if os.geteuid() == 0:
+        assert lines["web services"] == ("owncloud 8092, gitlab 8929, plane 8091 at the-agent-company.com, in each "
+                                         "episode's network namespace")
+    else:
+        assert lines["web services"].startswith("UNAVAILABLE: ") and "needs root" in lines["web services"]
     support = detect_cgroups()
     assert lines["cgroup"].startswith(f"{support.kind}: ")
     cfg = SandboxConfig()

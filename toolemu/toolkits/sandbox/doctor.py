@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
 from toolemu.core.errors import SandboxError
+from toolemu.services.base import PORTS
+from toolemu.services.pool import services_unavailable
 from toolemu.toolkits.sandbox.bwrap import find_bwrap
 from toolemu.toolkits.sandbox.checks import CHECK_MEMORY_MB, DEFAULT_CHECK_TIMEOUT_S
 from toolemu.toolkits.sandbox.clock import find_libfaketime
@@ -96,6 +99,7 @@ def limit_lines(config: SandboxConfig | None = None) -> list[LimitLine]:
         LimitLine("checks", f"{DEFAULT_CHECK_TIMEOUT_S:g} s wall and CPU each, RLIMIT_AS {CHECK_MEMORY_MB} MiB per "
                             f"process; {check_whole}"),
         LimitLine("episode clock", _clock_line()),
+        LimitLine("web services", _services_line()),
     ]
 
 
@@ -106,6 +110,18 @@ def _clock_line() -> str:
     except SandboxError as e:
         return f"MISSING: {e}"
     return f"libfaketime {library} (SandboxConfig.clock_start; replays run at their log's times)"
+
+
+def _services_line() -> str:
+    """Whether cases with ``services`` (OAS's ownCloud, GitLab, Plane) can run here, and why not."""
+    names = tuple(PORTS)
+    why = services_unavailable(names)
+    if why is None and shutil.which("git") is None:
+        why = "`git` not found (the GitLab emulator serves clones and pushes through `git http-backend`)"
+    if why is not None:
+        return f"UNAVAILABLE: {why}"
+    ports = ", ".join(f"{name} {port}" for name, port in PORTS.items())
+    return f"{ports} at the-agent-company.com, in each episode's network namespace"
 
 
 def quota_summary() -> str:
