@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolemu.services.gitlab import notes
 from toolemu.services.gitlab.http import Request, Response, missing, not_found, paginate
 from toolemu.services.gitlab.issuable import (
     assignee_edit,
@@ -13,9 +14,9 @@ from toolemu.services.gitlab.issuable import (
     label_edit,
     milestone_edit,
 )
-from toolemu.services.gitlab.render import issue_view, note_view
-from toolemu.services.gitlab.routing import Args, Ctx, Route, route
-from toolemu.services.gitlab.store import GitLabState, IssueRecord, NoteRecord, ProjectRecord, next_iid, now
+from toolemu.services.gitlab.render import issue_view
+from toolemu.services.gitlab.routing import Args, Ctx, Route, current_project, route
+from toolemu.services.gitlab.store import GitLabState, IssueRecord, ProjectRecord, next_iid, now
 
 
 def _issue(project: ProjectRecord, iid: str) -> IssueRecord:
@@ -23,13 +24,6 @@ def _issue(project: ProjectRecord, iid: str) -> IssueRecord:
     if issue is None:
         raise not_found("Issue")
     return issue
-
-
-def _current(state: GitLabState, project: ProjectRecord) -> ProjectRecord:
-    current = state.project(str(project.id))
-    if current is None:
-        raise not_found("Project")
-    return current
 
 
 def _put_issue(state: GitLabState, project: ProjectRecord, issue: IssueRecord) -> GitLabState:
@@ -79,7 +73,7 @@ def create_issue(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -
     user = request.require_user()
 
     def add(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, IssueRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         labels = label_edit((), request) or ()
         state, current = ensure_labels(state, current, labels)
         state, issue_id = state.next_id("issue")
@@ -104,7 +98,7 @@ def update_issue(ctx: Ctx, request: Request, project: ProjectRecord, args: Args)
     user = request.require_user()
 
     def edit(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, IssueRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         issue = _issue(current, args["iid"])
         update: dict[str, Any] = {"updated_at": now()}
         for field in ("title", "description"):
@@ -134,7 +128,7 @@ def update_issue(ctx: Ctx, request: Request, project: ProjectRecord, args: Args)
             update["confidential"] = bool(params.flag("confidential"))
         issue = issue.model_copy(update=update)
         state = _put_issue(state, current, issue)
-        return state, (_current(state, project), issue)
+        return state, (current_project(state, project), issue)
 
     current, issue = ctx.store.change(edit)
     return Response.json(issue_view(ctx.store.state, current, issue))
@@ -144,7 +138,7 @@ def delete_issue(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> R
     """``DELETE /projects/:id/issues/:issue_iid`` (admins and owners; root is both)."""
 
     def drop(state: GitLabState) -> tuple[GitLabState, None]:
-        current = _current(state, project)
+        current = current_project(state, project)
         issue = _issue(current, args["iid"])
         issues = tuple(i for i in current.issues if i.id != issue.id)
         return state.replace_project(current.model_copy(update={"issues": issues, "last_activity_at": now()})), None
@@ -153,32 +147,17 @@ def delete_issue(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> R
     return Response.empty(204)
 
 
+_NOTES = notes.Noteable("Issue", _issue, _put_issue, sortable=True)
+
+
 def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``GET /projects/:id/issues/:issue_iid/notes``."""
-    issue = _issue(project, args["iid"])
-    notes = sorted(issue.notes, key=lambda n: n.id, reverse=request.params.text("sort", "desc") != "asc")
-    page, headers = paginate(request, notes)
-    state = ctx.store.state
-    return Response.json([note_view(state, n, issue.id, issue.iid, "Issue") for n in page], headers=headers)
+    return notes.list_notes(_NOTES, ctx, request, project, args)
 
 
 def add_note(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``POST /projects/:id/issues/:issue_iid/notes``: body."""
-    body = request.params.text("body")
-    if not body:
-        raise missing("body")
-    user = request.require_user()
-
-    def add(state: GitLabState) -> tuple[GitLabState, tuple[IssueRecord, NoteRecord]]:
-        current = _current(state, project)
-        issue = _issue(current, args["iid"])
-        state, note_id = state.next_id("note")
-        note = NoteRecord(id=note_id, body=body, author_id=user, created_at=now())
-        issue = issue.model_copy(update={"notes": (*issue.notes, note), "updated_at": now()})
-        return _put_issue(state, current, issue), (issue, note)
-
-    issue, note = ctx.store.change(add)
-    return Response.json(note_view(ctx.store.state, note, issue.id, issue.iid, "Issue"), 201)
+    return notes.add_note(_NOTES, ctx, request, project, args)
 
 
 GLOBAL_ROUTES: tuple[Route, ...] = (route("GET", "issues", list_all_issues),)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from toolemu.services.gitlab import notes
 from toolemu.services.gitlab.commits import ROOT, after_branch_created, protection
-from toolemu.services.gitlab.http import ApiError, Request, Response, bad_request, missing, not_found, paginate
+from toolemu.services.gitlab.http import ApiError, Request, Response, bad_request, not_found, paginate
 from toolemu.services.gitlab.issuable import assignee_edit, ensure_labels, filter_items, label_edit, milestone_edit
-from toolemu.services.gitlab.render import mr_view, note_view
+from toolemu.services.gitlab.render import mr_view
 from toolemu.services.gitlab.repo import GitError
-from toolemu.services.gitlab.routing import Args, Ctx, Route, route
-from toolemu.services.gitlab.store import GitLabState, MergeRequestRecord, NoteRecord, ProjectRecord, next_iid, now
+from toolemu.services.gitlab.routing import Args, Ctx, Route, current_project, route
+from toolemu.services.gitlab.store import GitLabState, MergeRequestRecord, ProjectRecord, next_iid, now
 
 
 def _mr(project: ProjectRecord, iid: str) -> MergeRequestRecord:
@@ -19,13 +20,6 @@ def _mr(project: ProjectRecord, iid: str) -> MergeRequestRecord:
     if mr is None:
         raise not_found("Merge Request")
     return mr
-
-
-def _current(state: GitLabState, project: ProjectRecord) -> ProjectRecord:
-    current = state.project(str(project.id))
-    if current is None:
-        raise not_found("Project")
-    return current
 
 
 def _put(state: GitLabState, project: ProjectRecord, mr: MergeRequestRecord) -> GitLabState:
@@ -84,7 +78,7 @@ def create_mr(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -> R
     user = request.require_user()
 
     def add(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, MergeRequestRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         if any(m.state == "opened" and m.source_branch == source and m.target_branch == target
                for m in current.merge_requests):
             raise ApiError(409, {"message": ["Another open merge request already exists for this source branch"]})
@@ -111,7 +105,7 @@ def update_mr(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) ->
     user = request.require_user()
 
     def edit(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, MergeRequestRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         mr = _mr(current, args["iid"])
         update: dict[str, Any] = {"updated_at": now()}
         for field in ("title", "description", "target_branch"):
@@ -134,7 +128,7 @@ def update_mr(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) ->
             update["labels"] = labels
         mr = mr.model_copy(update=update)
         state = _put(state, current, mr)
-        return state, (_current(state, project), mr)
+        return state, (current_project(state, project), mr)
 
     current, mr = ctx.store.change(edit)
     return Response.json(mr_view(ctx.store.state, current, mr, ctx.repo(current)))
@@ -169,11 +163,11 @@ def merge_mr(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> 
     user = request.require_user()
 
     def done(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, MergeRequestRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         merged = _mr(current, args["iid"]).model_copy(update={
             "state": "merged", "merged_at": now(), "merged_by_id": user, "merge_commit_sha": sha, "updated_at": now()})
         state = _put(state, current, merged)
-        return state, (_current(state, project), merged)
+        return state, (current_project(state, project), merged)
 
     current, merged = ctx.store.change(done)
     return Response.json(mr_view(ctx.store.state, current, merged, repo))
@@ -183,7 +177,7 @@ def delete_mr(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Resp
     """``DELETE /projects/:id/merge_requests/:merge_request_iid``."""
 
     def drop(state: GitLabState) -> tuple[GitLabState, None]:
-        current = _current(state, project)
+        current = current_project(state, project)
         mr = _mr(current, args["iid"])
         mrs = tuple(m for m in current.merge_requests if m.id != mr.id)
         return state.replace_project(current.model_copy(update={"merge_requests": mrs})), None
@@ -192,31 +186,17 @@ def delete_mr(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Resp
     return Response.empty(204)
 
 
+_NOTES = notes.Noteable("MergeRequest", _mr, _put, sortable=False)
+
+
 def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``GET /projects/:id/merge_requests/:merge_request_iid/notes``."""
-    mr = _mr(project, args["iid"])
-    page, headers = paginate(request, sorted(mr.notes, key=lambda n: n.id, reverse=True))
-    state = ctx.store.state
-    return Response.json([note_view(state, n, mr.id, mr.iid, "MergeRequest") for n in page], headers=headers)
+    return notes.list_notes(_NOTES, ctx, request, project, args)
 
 
 def add_note(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
     """``POST /projects/:id/merge_requests/:merge_request_iid/notes``: body."""
-    body = request.params.text("body")
-    if not body:
-        raise missing("body")
-    user = request.require_user()
-
-    def add(state: GitLabState) -> tuple[GitLabState, tuple[MergeRequestRecord, NoteRecord]]:
-        current = _current(state, project)
-        mr = _mr(current, args["iid"])
-        state, note_id = state.next_id("note")
-        note = NoteRecord(id=note_id, body=body, author_id=user, created_at=now())
-        mr = mr.model_copy(update={"notes": (*mr.notes, note), "updated_at": now()})
-        return _put(state, current, mr), (mr, note)
-
-    mr, note = ctx.store.change(add)
-    return Response.json(note_view(ctx.store.state, note, mr.id, mr.iid, "MergeRequest"), 201)
+    return notes.add_note(_NOTES, ctx, request, project, args)
 
 
 GLOBAL_ROUTES: tuple[Route, ...] = (route("GET", "merge_requests", list_all_mrs),)

@@ -7,15 +7,8 @@ from typing import Any
 from toolemu.services.gitlab.http import ApiError, Request, Response, bad_request, missing, not_found, paginate
 from toolemu.services.gitlab.issuable import due_date
 from toolemu.services.gitlab.render import issue_view, label_view, milestone_view, mr_view
-from toolemu.services.gitlab.routing import Args, Ctx, Route, route
+from toolemu.services.gitlab.routing import Args, Ctx, Route, current_project, route
 from toolemu.services.gitlab.store import GitLabState, LabelRecord, MilestoneRecord, ProjectRecord, next_iid, now
-
-
-def _current(state: GitLabState, project: ProjectRecord) -> ProjectRecord:
-    current = state.project(str(project.id))
-    if current is None:
-        raise not_found("Project")
-    return current
 
 
 def _milestone(project: ProjectRecord, ident: str) -> MilestoneRecord:
@@ -60,7 +53,7 @@ def create_milestone(ctx: Ctx, request: Request, project: ProjectRecord, _a: Arg
     due = due_date(request)[1]
 
     def add(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, MilestoneRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         if any(m.title == title for m in current.milestones):
             raise bad_request({"title": ["already being used for another group or project milestone."]})
         state, mid = state.next_id("milestone")
@@ -80,7 +73,7 @@ def update_milestone(ctx: Ctx, request: Request, project: ProjectRecord, args: A
     params = request.params
 
     def edit(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, MilestoneRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         ms = _milestone(current, args["milestone_id"])
         update: dict[str, Any] = {"updated_at": now()}
         for field in ("title", "description", "start_date"):
@@ -105,7 +98,7 @@ def delete_milestone(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) 
     """``DELETE /projects/:id/milestones/:milestone_id``: its issues and MRs lose it."""
 
     def drop(state: GitLabState) -> tuple[GitLabState, None]:
-        current = _current(state, project)
+        current = current_project(state, project)
         ms = _milestone(current, args["milestone_id"])
         issues = tuple(i.model_copy(update={"milestone_id": None}) if i.milestone_id == ms.id else i
                        for i in current.issues)
@@ -160,7 +153,7 @@ def create_label(ctx: Ctx, request: Request, project: ProjectRecord, _a: Args) -
     color = request.params.text("color", required=True) or ""
 
     def add(state: GitLabState) -> tuple[GitLabState, tuple[ProjectRecord, LabelRecord]]:
-        current = _current(state, project)
+        current = current_project(state, project)
         if any(x.name == name for x in current.labels):
             raise ApiError(409, {"message": "Label already exists"})
         state, lid = state.next_id("label")
@@ -176,7 +169,7 @@ def delete_label(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> R
     """``DELETE /projects/:id/labels/:label_id``: issues and MRs lose it."""
 
     def drop(state: GitLabState) -> tuple[GitLabState, None]:
-        current = _current(state, project)
+        current = current_project(state, project)
         label = _label(current, args["label_id"])
         issues = tuple(i.model_copy(update={"labels": tuple(x for x in i.labels if x != label.name)})
                        for i in current.issues)

@@ -32,6 +32,14 @@ class Ctx:
         return Repo(repo_path(self.state_dir, project.namespace, project.path, wiki=wiki))
 
 
+def current_project(state: GitLabState, project: ProjectRecord) -> ProjectRecord:
+    """The project as it stands in ``state`` (a change reads it afresh); 404 when it has gone."""
+    current = state.project(str(project.id))
+    if current is None:
+        raise not_found("Project")
+    return current
+
+
 Args = dict[str, str]
 Handler = Callable[..., Response]
 """``(ctx, request, args)`` for instance routes, ``(ctx, request, project, args)`` for project routes."""
