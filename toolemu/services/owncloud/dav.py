@@ -18,6 +18,7 @@ from xml.sax.saxutils import escape
 
 from wsgidav import util as dav_util
 from wsgidav.dav_error import DAVError, get_http_status_string
+from wsgidav.dav_provider import _DAVResource
 from wsgidav.fs_dav_provider import FileResource, FilesystemProvider, FolderResource
 from wsgidav.mw.base_mw import BaseMiddleware
 from wsgidav.request_resolver import RequestResolver
@@ -72,7 +73,13 @@ def _oc_value(res: Any, name: str, size: Callable[[], int]) -> str | None:
     return None
 
 
-class _File(FileResource):  # type: ignore[misc]
+class _OcResource(_DAVResource):  # type: ignore[misc]
+    """What ownCloud's files and folders share: Sabre's hrefs, the ``oc:`` properties, no creation date or name."""
+
+    def oc_size(self) -> int:
+        """``oc:size``: a file's length, a folder's bytes below it."""
+        raise NotImplementedError
+
     def get_href(self) -> str:
         return sabre_quote(self.provider.mount_path + self.provider.share_path + self.get_preferred_path())
 
@@ -81,7 +88,7 @@ class _File(FileResource):  # type: ignore[misc]
         return names if is_allprop else [*names, *_oc_properties(self)]
 
     def get_property_value(self, name: str) -> Any:
-        value = _oc_value(self, name, lambda: int(self.file_stat.st_size))
+        value = _oc_value(self, name, self.oc_size)
         return value if value is not None else super().get_property_value(name)
 
     def get_creation_date(self) -> None:
@@ -91,17 +98,14 @@ class _File(FileResource):  # type: ignore[misc]
         return None
 
 
-class _Folder(FolderResource):  # type: ignore[misc]
-    def get_href(self) -> str:
-        return sabre_quote(self.provider.mount_path + self.provider.share_path + self.get_preferred_path())
+class _File(_OcResource, FileResource):  # type: ignore[misc]
+    def oc_size(self) -> int:
+        return int(self.file_stat.st_size)
 
-    def get_property_names(self, *, is_allprop: bool) -> list[str]:
-        names: list[str] = super().get_property_names(is_allprop=is_allprop)
-        return names if is_allprop else [*names, *_oc_properties(self)]
 
-    def get_property_value(self, name: str) -> Any:
-        value = _oc_value(self, name, lambda: tree_bytes(Path(self._file_path)))
-        return value if value is not None else super().get_property_value(name)
+class _Folder(_OcResource, FolderResource):  # type: ignore[misc]
+    def oc_size(self) -> int:
+        return tree_bytes(Path(self._file_path))
 
     def get_used_bytes(self) -> int:
         return tree_bytes(Path(self._file_path))
@@ -112,29 +116,22 @@ class _Folder(FolderResource):  # type: ignore[misc]
     def get_etag(self) -> str:
         return f"{self.file_stat.st_ino:x}{int(self.file_stat.st_mtime_ns):x}"
 
-    def get_creation_date(self) -> None:
-        return None
-
-    def get_display_name(self) -> None:
-        return None
-
     def get_member(self, name: str) -> Any:
-        member = super().get_member(name)
-        if isinstance(member, FolderResource):
-            return _Folder(member.path, self.environ, member._file_path)
-        if isinstance(member, FileResource):
-            return _File(member.path, self.environ, member._file_path)
-        return member
+        return _ours(super().get_member(name), self.environ)
+
+
+def _ours(res: Any, environ: dict[str, Any]) -> Any:
+    """wsgidav's file or folder resource as ownCloud's (anything else as it is)."""
+    if isinstance(res, FolderResource):
+        return _Folder(res.path, environ, res._file_path)
+    if isinstance(res, FileResource):
+        return _File(res.path, environ, res._file_path)
+    return res
 
 
 class _Provider(FilesystemProvider):  # type: ignore[misc]
     def get_resource_inst(self, path: str, environ: dict[str, Any]) -> Any:
-        res = super().get_resource_inst(path, environ)
-        if isinstance(res, FolderResource):
-            return _Folder(res.path, environ, res._file_path)
-        if isinstance(res, FileResource):
-            return _File(res.path, environ, res._file_path)
-        return res
+        return _ours(super().get_resource_inst(path, environ), environ)
 
 
 def tree_bytes(top: Path) -> int:
