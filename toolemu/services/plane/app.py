@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import re
-import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 from toolemu.services.base import GapLog
 from toolemu.services.plane import resources, work
 from toolemu.services.plane.http import NOT_FOUND_HTML, HttpError, Request, read_request, respond
-from toolemu.services.plane.store import Store
+from toolemu.services.plane.store import Store, is_uuid
 
 SERVICE = "plane"
 _WS = r"^/api/v1/workspaces/(?P<slug>[^/]+)"
@@ -73,7 +72,7 @@ class PlaneApp:
             self.gaps.record(SERVICE, request.method, request.path, why)
             return respond(start_response, 404, NOT_FOUND_HTML, gap=True, html=True)
         params = {k: v for k, v in match.groupdict().items() if v is not None}
-        if any(k in params and not _is_uuid(params[k]) for k in _UUID_PARAMS):
+        if any(k in params and not is_uuid(params[k]) for k in _UUID_PARAMS):
             return respond(start_response, 404, NOT_FOUND_HTML, html=True)  # Django's <uuid:...> did not match
         if not request.headers.get("x-api-key", "").strip():
             return respond(start_response, 401, {"detail": "Authentication credentials were not provided."})
@@ -98,14 +97,6 @@ def _route(path: str) -> tuple[re.Match[str] | None, dict[str, Handler]]:
         if match is not None:
             return match, methods
     return None, {}
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
 
 
 def make_app(state_dir: Path, gaps: GapLog) -> PlaneApp:

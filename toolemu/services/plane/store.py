@@ -44,6 +44,15 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+def is_uuid(text: str) -> bool:
+    """Whether ``text`` reads as a UUID (Plane answers 404 or 400 for an id that does not)."""
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 def empty_state() -> Obj:
     """A document with no workspace content."""
     return {"workspace": {}, "admin": "", "users": {}, "workspace_members": {}, "projects": {}, "states": {},

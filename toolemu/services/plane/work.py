@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from typing import Any
 
 from toolemu.services.plane.http import HttpError, Request, not_found, paginate
 from toolemu.services.plane.resources import Reply, find_project, required
-from toolemu.services.plane.store import PRIORITIES, Obj, Store, issue_object, new_id, now, state_object, user_lite
+from toolemu.services.plane.store import (
+    PRIORITIES,
+    Obj,
+    Store,
+    is_uuid,
+    issue_object,
+    new_id,
+    now,
+    state_object,
+    user_lite,
+)
 
 _GROUPS = ("backlog", "unstarted", "started", "completed", "cancelled", "triage")
 
@@ -34,9 +43,7 @@ def create_state(store: Store, request: Request, params: dict[str, str]) -> Repl
     data = request.json()
     name = required(data, "name", 255)
     color = required(data, "color", 255)
-    group = data.get("group", "backlog")
-    if group not in _GROUPS:
-        raise HttpError(400, {"group": [f"\"{group}\" is not a valid choice."]})
+    group = _group(data.get("group", "backlog"))
     existing = next((s for s in store.project_states(project["id"]) if s["name"] == name), None)
     if existing is not None:
         raise HttpError(409, {"error": "State with the same name already exists in the project",
@@ -46,6 +53,13 @@ def create_state(store: Store, request: Request, params: dict[str, str]) -> Repl
     state["description"] = str(data.get("description") or "")
     store.data["states"][state["id"]] = state
     return 201, state
+
+
+def _group(group: Any) -> str:
+    """A state's group, checked against Plane's choices."""
+    if group not in _GROUPS:
+        raise HttpError(400, {"group": [f"\"{group}\" is not a valid choice."]})
+    return str(group)
 
 
 def get_state(store: Store, _request: Request, params: dict[str, str]) -> Reply:
@@ -59,9 +73,7 @@ def update_state(store: Store, request: Request, params: dict[str, str]) -> Repl
         if key in data:
             state[key] = required(data, key, 255) if key != "description" else str(data[key] or "")
     if "group" in data:
-        if data["group"] not in _GROUPS:
-            raise HttpError(400, {"group": [f"\"{data['group']}\" is not a valid choice."]})
-        state["group"] = data["group"]
+        state["group"] = _group(data["group"])
     state["updated_at"] = now()
     return 200, state
 
@@ -151,17 +163,9 @@ def _pk_list(store: Store, data: dict[str, Any], key: str, table: str) -> list[s
     if not isinstance(values, list):
         raise HttpError(400, {key: [f"Expected a list of items but got type \"{type(values).__name__}\"."]})
     for index, value in enumerate(values):
-        if not isinstance(value, str) or not _is_uuid(value) or value not in store.data[table]:
+        if not isinstance(value, str) or not is_uuid(value) or value not in store.data[table]:
             raise HttpError(400, {key: {str(index): [f"Invalid pk \"{value}\" - object does not exist."]}})
     return list(dict.fromkeys(values))
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _date(data: dict[str, Any], key: str) -> str | None:
