@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cheroot import wsgi
 
+from tests.services.wsgi_server import serve_app
 from toolemu.services.base import GapLog
 from toolemu.services.gitlab import SPEC
 from toolemu.services.world import load_world
@@ -51,16 +50,8 @@ def serve_copy(seed_dir: Path, state: Path) -> Iterator[Served]:
     """Copies ``seed_dir`` to ``state`` and serves it on 127.0.0.1 (ephemeral port) until the block ends."""
     shutil.copytree(seed_dir, state, symlinks=True)
     gaps = GapLog()
-    server = wsgi.Server(("127.0.0.1", 0), SPEC.make_app(state, gaps), numthreads=6)
-    server.prepare()
-    thread = threading.Thread(target=server.serve, daemon=True)
-    thread.start()
-    try:
-        host, port = server.bind_addr[:2]
-        yield Served(f"http://{host}:{port}", state, gaps)
-    finally:
-        server.stop()
-        thread.join(5)
+    with serve_app(SPEC.make_app(state, gaps), numthreads=6) as url:
+        yield Served(url, state, gaps)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from tests.services.plane_server import serve
+from tests.services.wsgi_server import serve
 from toolemu.services.base import GapLog
 from toolemu.services.owncloud import SPEC
 from toolemu.services.owncloud.dav import sabre_quote

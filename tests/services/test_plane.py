@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.services.plane_server import serve
+from tests.services.wsgi_server import serve
 from toolemu.services.plane import SPEC
 from toolemu.services.plane.seed import plane_username
 from toolemu.services.world import load_world

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.services.plane_server import serve
+from tests.services.wsgi_server import serve
 from toolemu.services.base import HOSTNAME, PORTS
 from toolemu.services.gitlab import SPEC as GITLAB
 from toolemu.services.owncloud import SPEC as OWNCLOUD
