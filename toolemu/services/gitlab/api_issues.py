@@ -150,16 +150,6 @@ def delete_issue(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> R
 _NOTES = notes.Noteable("Issue", _issue, _put_issue, sortable=True)
 
 
-def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
-    """``GET /projects/:id/issues/:issue_iid/notes``."""
-    return notes.list_notes(_NOTES, ctx, request, project, args)
-
-
-def add_note(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
-    """``POST /projects/:id/issues/:issue_iid/notes``: body."""
-    return notes.add_note(_NOTES, ctx, request, project, args)
-
-
 GLOBAL_ROUTES: tuple[Route, ...] = (route("GET", "issues", list_all_issues),)
 PROJECT_ROUTES: tuple[Route, ...] = (
     route("GET", "issues", list_issues),
@@ -167,6 +157,5 @@ PROJECT_ROUTES: tuple[Route, ...] = (
     route("GET", "issues/:iid", get_issue),
     route("PUT", "issues/:iid", update_issue),
     route("DELETE", "issues/:iid", delete_issue),
-    route("GET", "issues/:iid/notes", list_notes),
-    route("POST", "issues/:iid/notes", add_note),
+    *notes.routes("issues", _NOTES),
 )

@@ -189,16 +189,6 @@ def delete_mr(ctx: Ctx, _r: Request, project: ProjectRecord, args: Args) -> Resp
 _NOTES = notes.Noteable("MergeRequest", _mr, _put, sortable=False)
 
 
-def list_notes(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
-    """``GET /projects/:id/merge_requests/:merge_request_iid/notes``."""
-    return notes.list_notes(_NOTES, ctx, request, project, args)
-
-
-def add_note(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) -> Response:
-    """``POST /projects/:id/merge_requests/:merge_request_iid/notes``: body."""
-    return notes.add_note(_NOTES, ctx, request, project, args)
-
-
 GLOBAL_ROUTES: tuple[Route, ...] = (route("GET", "merge_requests", list_all_mrs),)
 PROJECT_ROUTES: tuple[Route, ...] = (
     route("GET", "merge_requests", list_mrs),
@@ -207,6 +197,5 @@ PROJECT_ROUTES: tuple[Route, ...] = (
     route("PUT", "merge_requests/:iid", update_mr),
     route("PUT", "merge_requests/:iid/merge", merge_mr),
     route("DELETE", "merge_requests/:iid", delete_mr),
-    route("GET", "merge_requests/:iid/notes", list_notes),
-    route("POST", "merge_requests/:iid/notes", add_note),
+    *notes.routes("merge_requests", _NOTES),
 )

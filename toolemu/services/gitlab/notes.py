@@ -1,15 +1,20 @@
-"""Comments (notes) on issues and merge requests: the list and add routes both kinds share."""
+"""Comments (notes) on issues and merge requests: the list and add routes both kinds share.
+
+``GET <kind>/:iid/notes`` lists them, newest first (issues also take ``sort=asc``), paged;
+``POST <kind>/:iid/notes`` adds one (``body``) by the requesting user.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Generic
 
 from toolemu.services.gitlab.http import Request, Response, missing, paginate
 from toolemu.services.gitlab.issuable import Item
 from toolemu.services.gitlab.render import note_view
-from toolemu.services.gitlab.routing import Args, Ctx, current_project
+from toolemu.services.gitlab.routing import Args, Ctx, Route, current_project, route
 from toolemu.services.gitlab.store import GitLabState, NoteRecord, ProjectRecord, now
 
 
@@ -54,3 +59,11 @@ def add_note(kind: Noteable[Item], ctx: Ctx, request: Request, project: ProjectR
 
     item, note = ctx.store.change(add)
     return Response.json(note_view(ctx.store.state, note, item.id, item.iid, kind.noteable_type), 201)
+
+
+def routes(prefix: str, kind: Noteable[Item]) -> tuple[Route, ...]:
+    """The two note routes under ``<prefix>/:iid`` (``issues``, ``merge_requests``)."""
+    return (
+        route("GET", f"{prefix}/:iid/notes", partial(list_notes, kind)),
+        route("POST", f"{prefix}/:iid/notes", partial(add_note, kind)),
+    )
