@@ -9,8 +9,10 @@ from toolemu.services.gitlab.http import Request, Response, missing, not_found, 
 from toolemu.services.gitlab.issuable import (
     assignee_edit,
     due_date,
+    edit_common,
     ensure_labels,
     filter_items,
+    in_scope,
     label_edit,
     milestone_edit,
 )
@@ -49,9 +51,7 @@ def list_all_issues(ctx: Ctx, request: Request, _a: Args) -> Response:
     views: list[tuple[IssueRecord, dict[str, Any]]] = []
     for project in state.projects:
         for issue in filter_items(state, project, project.issues, request):
-            if scope == "all" or (scope == "created_by_me" and issue.author_id == user) or (
-                scope == "assigned_to_me" and user in issue.assignee_ids
-            ):
+            if in_scope(issue, scope, user):
                 views.append((issue, issue_view(state, project, issue)))
     reverse = request.params.text("sort", "desc") != "asc"
     views.sort(key=lambda pair: (pair[0].created_at, pair[0].id), reverse=reverse)
@@ -106,24 +106,7 @@ def update_issue(ctx: Ctx, request: Request, project: ProjectRecord, args: Args)
                 update[field] = params.text(field) or ""
         if not update.get("title", issue.title):
             raise missing("title")
-        event = params.text("state_event")
-        if event == "close" and issue.state == "opened":
-            update.update(state="closed", closed_at=now(), closed_by_id=user)
-        elif event == "reopen" and issue.state == "closed":
-            update.update(state="opened", closed_at=None, closed_by_id=None)
-        assignees = assignee_edit(state, request)
-        if assignees is not None:
-            update["assignee_ids"] = assignees
-        given, milestone = milestone_edit(current, request)
-        if given:
-            update["milestone_id"] = milestone
-        given, due = due_date(request)
-        if given:
-            update["due_date"] = due
-        labels = label_edit(issue.labels, request)
-        if labels is not None:
-            state, current = ensure_labels(state, current, labels)
-            update["labels"] = labels
+        state, current = edit_common(state, current, issue, request, user, update, due=True)
         if params.has("confidential"):
             update["confidential"] = bool(params.flag("confidential"))
         issue = issue.model_copy(update=update)

@@ -8,7 +8,15 @@ from typing import Any
 from toolemu.services.gitlab import notes
 from toolemu.services.gitlab.commits import ROOT, after_branch_created, protection
 from toolemu.services.gitlab.http import ApiError, Request, Response, bad_request, not_found, paginate
-from toolemu.services.gitlab.issuable import assignee_edit, ensure_labels, filter_items, label_edit, milestone_edit
+from toolemu.services.gitlab.issuable import (
+    assignee_edit,
+    edit_common,
+    ensure_labels,
+    filter_items,
+    in_scope,
+    label_edit,
+    milestone_edit,
+)
 from toolemu.services.gitlab.render import mr_view
 from toolemu.services.gitlab.repo import GitError
 from toolemu.services.gitlab.routing import Args, Ctx, Route, current_project, route
@@ -49,9 +57,7 @@ def list_all_mrs(ctx: Ctx, request: Request, _a: Args) -> Response:
     for project in state.projects:
         repo = ctx.repo(project)
         for mr in filter_items(state, project, project.merge_requests, request):
-            if scope == "all" or (scope == "created_by_me" and mr.author_id == user) or (
-                scope == "assigned_to_me" and user in mr.assignee_ids
-            ):
+            if in_scope(mr, scope, user):
                 pairs.append((mr, mr_view(state, project, mr, repo)))
     pairs.sort(key=lambda p: (p[0].created_at, p[0].id), reverse=request.params.text("sort", "desc") != "asc")
     page, headers = paginate(request, [v for _, v in pairs])
@@ -111,21 +117,7 @@ def update_mr(ctx: Ctx, request: Request, project: ProjectRecord, args: Args) ->
         for field in ("title", "description", "target_branch"):
             if params.has(field):
                 update[field] = params.text(field) or ""
-        event = params.text("state_event")
-        if event == "close" and mr.state == "opened":
-            update.update(state="closed", closed_at=now(), closed_by_id=user)
-        elif event == "reopen" and mr.state == "closed":
-            update.update(state="opened", closed_at=None, closed_by_id=None)
-        assignees = assignee_edit(state, request)
-        if assignees is not None:
-            update["assignee_ids"] = assignees
-        given, milestone = milestone_edit(current, request)
-        if given:
-            update["milestone_id"] = milestone
-        labels = label_edit(mr.labels, request)
-        if labels is not None:
-            state, current = ensure_labels(state, current, labels)
-            update["labels"] = labels
+        state, current = edit_common(state, current, mr, request, user, update, due=False)
         mr = mr.model_copy(update=update)
         state = _put(state, current, mr)
         return state, (current_project(state, project), mr)

@@ -12,7 +12,14 @@ from datetime import date
 from typing import Any, TypeVar
 
 from toolemu.services.gitlab.http import ApiError, Request, invalid
-from toolemu.services.gitlab.store import GitLabState, IssueRecord, LabelRecord, MergeRequestRecord, ProjectRecord
+from toolemu.services.gitlab.store import (
+    GitLabState,
+    IssueRecord,
+    LabelRecord,
+    MergeRequestRecord,
+    ProjectRecord,
+    now,
+)
 
 Item = TypeVar("Item", IssueRecord, MergeRequestRecord)
 _QUOTED = re.compile(r'"[^"]+"')
@@ -170,3 +177,38 @@ def due_date(request: Request) -> tuple[bool, str | None]:
         return True, date.fromisoformat(text[:10]).isoformat()
     except ValueError as e:
         raise invalid("due_date") from e
+
+
+def in_scope(item: IssueRecord | MergeRequestRecord, scope: str | None, user: int) -> bool:
+    """Whether an instance-level list's ``scope`` (``all``, ``created_by_me``, ``assigned_to_me``) keeps it."""
+    return scope == "all" or (scope == "created_by_me" and item.author_id == user) or (
+        scope == "assigned_to_me" and user in item.assignee_ids
+    )
+
+
+def edit_common(
+    state: GitLabState, project: ProjectRecord, item: IssueRecord | MergeRequestRecord, request: Request,
+    user: int, update: dict[str, Any], *, due: bool,
+) -> tuple[GitLabState, ProjectRecord]:
+    """Adds to ``update`` what an edit of an issue or merge request shares, in GitLab's order: ``state_event``,
+    assignees, milestone, ``due_date`` (when ``due``), labels (creating the project's missing ones)."""
+    event = request.params.text("state_event")
+    if event == "close" and item.state == "opened":
+        update.update(state="closed", closed_at=now(), closed_by_id=user)
+    elif event == "reopen" and item.state == "closed":
+        update.update(state="opened", closed_at=None, closed_by_id=None)
+    assignees = assignee_edit(state, request)
+    if assignees is not None:
+        update["assignee_ids"] = assignees
+    given, milestone = milestone_edit(project, request)
+    if given:
+        update["milestone_id"] = milestone
+    if due:
+        given, due_on = due_date(request)
+        if given:
+            update["due_date"] = due_on
+    labels = label_edit(item.labels, request)
+    if labels is not None:
+        state, project = ensure_labels(state, project, labels)
+        update["labels"] = labels
+    return state, project
