@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from toolemu.services.gitlab import notes
-from toolemu.services.gitlab.http import Request, Response, missing, not_found, paginate
+from toolemu.services.gitlab.http import Request, Response, missing, paginate
 from toolemu.services.gitlab.issuable import (
     assignee_edit,
+    by_iid,
     due_date,
     edit_common,
     ensure_labels,
@@ -22,10 +23,7 @@ from toolemu.services.gitlab.store import GitLabState, IssueRecord, ProjectRecor
 
 
 def _issue(project: ProjectRecord, iid: str) -> IssueRecord:
-    issue = next((i for i in project.issues if iid.isdigit() and i.iid == int(iid)), None)
-    if issue is None:
-        raise not_found("Issue")
-    return issue
+    return by_iid(project.issues, iid, "Issue")
 
 
 def _put_issue(state: GitLabState, project: ProjectRecord, issue: IssueRecord) -> GitLabState:

@@ -7,9 +7,10 @@ from typing import Any
 
 from toolemu.services.gitlab import notes
 from toolemu.services.gitlab.commits import ROOT, after_branch_created, protection
-from toolemu.services.gitlab.http import ApiError, Request, Response, bad_request, not_found, paginate
+from toolemu.services.gitlab.http import ApiError, Request, Response, bad_request, paginate
 from toolemu.services.gitlab.issuable import (
     assignee_edit,
+    by_iid,
     edit_common,
     ensure_labels,
     filter_items,
@@ -24,10 +25,7 @@ from toolemu.services.gitlab.store import GitLabState, MergeRequestRecord, Proje
 
 
 def _mr(project: ProjectRecord, iid: str) -> MergeRequestRecord:
-    mr = next((m for m in project.merge_requests if iid.isdigit() and m.iid == int(iid)), None)
-    if mr is None:
-        raise not_found("Merge Request")
-    return mr
+    return by_iid(project.merge_requests, iid, "Merge Request")
 
 
 def _put(state: GitLabState, project: ProjectRecord, mr: MergeRequestRecord) -> GitLabState:

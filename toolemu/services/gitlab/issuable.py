@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any, TypeVar
 
-from toolemu.services.gitlab.http import ApiError, Request, invalid
+from toolemu.services.gitlab.http import ApiError, Request, invalid, not_found
 from toolemu.services.gitlab.store import (
     GitLabState,
     IssueRecord,
@@ -23,6 +23,14 @@ from toolemu.services.gitlab.store import (
 
 Item = TypeVar("Item", IssueRecord, MergeRequestRecord)
 _QUOTED = re.compile(r'"[^"]+"')
+
+
+def by_iid(items: Sequence[Item], iid: str, noun: str) -> Item:
+    """The item whose project-level ``iid`` is the path's (digits only); 404 ``<noun> Not Found`` when none."""
+    found = next((i for i in items if iid.isdigit() and i.iid == int(iid)), None)
+    if found is None:
+        raise not_found(noun)
+    return found
 
 
 def search_words(query: str) -> list[str]:
