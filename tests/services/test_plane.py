@@ -142,7 +142,7 @@ def test_plane_unknown_routes_are_gaps_and_bad_ids_are_not(plane: tuple[str, obj
     api, gaps = plane
     cycles = requests.get(f"{api}/projects/{OPENHANDS}/cycles/", headers=KEY, timeout=5)
     assert cycles.status_code == 404 and cycles.headers["X-Toolemu-Gap"] == "1"
-    web = requests.get(api.replace("/api/v1/workspaces/tac", "/tac/projects/"), timeout=5)
+    web = requests.get(api.replace("/api/v1/workspaces/tac", f"/tac/projects/{OPENHANDS}/cycles/"), timeout=5)
     assert web.headers.get("X-Toolemu-Gap") == "1"
     not_uuid = requests.get(f"{api}/projects/not-a-uuid/", headers=KEY, timeout=5)
     assert not_uuid.status_code == 404 and "X-Toolemu-Gap" not in not_uuid.headers
@@ -150,7 +150,7 @@ def test_plane_unknown_routes_are_gaps_and_bad_ids_are_not(plane: tuple[str, obj
     assert other_workspace.status_code == 403
     recorded = gaps.snapshot()  # type: ignore[attr-defined]
     assert [(g.service, g.method) for g in recorded] == [("plane", "GET"), ("plane", "GET")]
-    assert "cycles" in recorded[0].path and "web pages" in recorded[1].reason
+    assert "cycles" in recorded[0].path and "web page" in recorded[1].reason
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")

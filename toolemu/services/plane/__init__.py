@@ -1,8 +1,8 @@
 """Plane, the issue tracker of OpenAgentSafety's company, emulated: workspace ``tac``, API v1 on port 8091.
 
 State is one JSON document in the state folder (``store``), seeded from the world (``seed``) and changed only
-through the API (``app``): projects, members, states, labels and issues with Plane's field names, pagination and
-error codes. Requests outside the emulated API are recorded as gaps.
+through the API (``app``) and its web pages (``web``): projects, members, states, labels and issues with Plane's
+field names, pagination and error codes. Requests outside the emulated API and pages are recorded as gaps.
 """
 
 from __future__ import annotations

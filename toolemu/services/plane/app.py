@@ -3,8 +3,9 @@
 Answers as Plane (v0.2x) does: objects with Plane's field names, cursor-paginated lists (``results``), its error
 bodies and codes (404 ``{"error": "The required object does not exist."}``, 410 for a taken project name or
 identifier, assignees that are not project members dropped silently). Any ``x-api-key`` is accepted; a request
-without one gets Plane's 401. A path or method we do not emulate is recorded in the gap log and answered with
-Django's 404 page plus ``X-Toolemu-Gap: 1``.
+without one gets Plane's 401. Paths outside ``/api/`` that are web pages (``web``) are served over the same state.
+A path or method we do not emulate is recorded in the gap log and answered with Django's 404 page plus
+``X-Toolemu-Gap: 1``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolemu.services.base import GapLog
-from toolemu.services.plane import resources, work
+from toolemu.services.plane import resources, web, work
 from toolemu.services.plane.http import NOT_FOUND_HTML, HttpError, Request, read_request, respond
 from toolemu.services.plane.store import Store, is_uuid
 
@@ -49,6 +50,7 @@ ROUTES: tuple[tuple[re.Pattern[str], dict[str, Handler]], ...] = tuple(
 )
 """Path pattern -> method -> handler (a trailing slash is optional, as Plane's redirects make it)."""
 _UUID_PARAMS = ("pid", "uid", "sid", "lid", "iid")
+_PAGE_REASONS = {200: "OK", 303: "See Other", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
 
 
 class PlaneApp:
@@ -57,15 +59,22 @@ class PlaneApp:
     def __init__(self, state_dir: Path, gaps: GapLog) -> None:
         self.store = Store(state_dir)
         self.gaps = gaps
+        self.pages = web.WebPages(self.store)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         try:
             request = read_request(environ)
         except HttpError as e:
             return respond(start_response, e.status, e.body)
+        if not request.path.startswith("/api/") and self.pages.is_page(request.path):
+            page = self.pages.serve(request)
+            start_response(f"{page.status} {_PAGE_REASONS.get(page.status, 'Error')}", [
+                ("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(page.body))),
+                ("Cache-Control", "no-store"), *page.headers])
+            return [page.body]
         match, methods = _route(request.path)
         if match is None or request.method not in methods:
-            why = "Plane's web pages are not emulated (use the API under /api/v1/)" if not request.path.startswith(
+            why = "web page not emulated" if not request.path.startswith(
                 "/api/") else ("route not emulated" if match is None else f"method {request.method} not emulated")
             if request.method == "HEAD" and match is not None and "GET" in methods:
                 why = "method HEAD not emulated"
