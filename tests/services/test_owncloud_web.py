@@ -68,6 +68,10 @@ def test_owncloud_web_needs_a_session_and_login_returns_to_the_page(owncloud: tu
     outside = browser.post(f"{base}/index.php/login", data={"user": "a", "redirect_url": "//evil.example/"},
                            allow_redirects=False, timeout=10)
     assert outside.headers["Location"] == "/index.php/apps/files/?dir=/"
+    crlf = "/index.php/x\r\nSet-Cookie: y=1"
+    injected = browser.post(f"{base}/index.php/login", data={"user": "a", "redirect_url": crlf},
+                            allow_redirects=False, timeout=10)
+    assert injected.headers["Location"] == "/index.php/apps/files/?dir=/" and "y" not in injected.cookies
     browser.get(f"{base}/index.php/logout", timeout=10)
     assert "/index.php/login" in browser.get(f"{base}{FILES}", timeout=10).url
     assert requests.get(f"{base}{FILES}?dir=/Documents", auth=AUTH, timeout=10).status_code == 200  # Basic works

@@ -133,10 +133,7 @@ class WebUI:
         crumbs += [f'<a class="crumb" href="{_href(_list_url("/" + "/".join(parts[:i + 1])))}">{html.escape(p)}</a>'
                    for i, p in enumerate(parts)]
         rows = []
-        for entry in sorted(where.iterdir(), key=lambda e: (not _is_dir(e), e.name.lower())):
-            st = entry.lstat()
-            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
-                continue
+        for entry, st in _entries(where):
             child = (shown.rstrip("/") + "/" + entry.name)
             name = html.escape(entry.name)
             kind = "dir" if stat.S_ISDIR(st.st_mode) else "file"
@@ -303,7 +300,7 @@ def _redirect(start: Start, where: str, headers: list[tuple[str, str]] | None = 
 
 def _safe_back(back: str) -> str:
     """Where the log-in page sends the user: a page of this server, never another site."""
-    if back.startswith("/index.php/") and not back.startswith("//") and "\\" not in back:
+    if back.startswith("/index.php/") and "\\" not in back and all(" " < c < "\x7f" for c in back):
         return back
     return "/index.php/apps/files/?dir=/"
 
@@ -320,8 +317,17 @@ def _file_name(name: str) -> str | None:
     return name
 
 
-def _is_dir(entry: Path) -> bool:
-    return stat.S_ISDIR(entry.lstat().st_mode)
+def _entries(folder: Path) -> list[tuple[Path, os.stat_result]]:
+    """The folder's sub-folders then files, by name (links and special files are not shown)."""
+    found = []
+    for entry in folder.iterdir():
+        try:
+            st = entry.lstat()
+        except OSError:  # removed while listed
+            continue
+        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+            found.append((entry, st))
+    return sorted(found, key=lambda e: (not stat.S_ISDIR(e[1].st_mode), e[0].name.lower()))
 
 
 def _q(value: str) -> str:
