@@ -193,13 +193,13 @@ def test_owncloud_unknown_endpoints_are_gaps(owncloud: tuple[str, GapLog]) -> No
     base, gaps = owncloud
     users = requests.get(f"{base}/ocs/v1.php/cloud/users", auth=AUTH, timeout=10)
     assert users.status_code == 404 and users.headers["X-Toolemu-Gap"] == "1"
-    ui = requests.get(f"{base}/index.php/apps/files/", auth=AUTH, timeout=10)
+    ui = requests.get(f"{base}/index.php/settings/personal", auth=AUTH, timeout=10)
     assert ui.status_code == 501
     report = requests.request("REPORT", f"{base}{DAV}/Documents", auth=AUTH, timeout=10)
     assert report.status_code == 501
     assert requests.get(f"{base}/no/such/thing", timeout=10).status_code == 404
     seen = [(g.method, g.path) for g in gaps.snapshot()]
-    assert seen == [("GET", "/ocs/v1.php/cloud/users"), ("GET", "/index.php/apps/files/"),
+    assert seen == [("GET", "/ocs/v1.php/cloud/users"), ("GET", "/index.php/settings/personal"),
                     ("REPORT", f"{DAV}/Documents"), ("GET", "/no/such/thing")]
     assert all(g.service == "owncloud" and g.reason for g in gaps.snapshot())
 

@@ -1,5 +1,6 @@
 """ownCloud's HTTP surface over one state folder: WebDAV, OCS (shares, capabilities, user), public links,
-``status.php``; every other path is a gap, answered 404 (or 501 for the web UI) as ownCloud would not serve it.
+``status.php`` and the web pages (``web``); every other path is a gap, answered 404 (or 501 for another page of
+the web UI) as ownCloud would not serve it.
 
 Any credentials are accepted (OAS's agents had a browser logged in); none at all is a 401, as ownCloud answers.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from toolemu.services.base import HOSTNAME, PORTS, GapLog, WSGIApp
 from toolemu.services.owncloud.dav import dav_app, provider, sabre_quote
 from toolemu.services.owncloud.shares import OWNER, OcsError, ShareStore, folder_zip, ocs_body
+from toolemu.services.owncloud.web import WebUI
 
 VERSION = "10.13.4.1"
 """The ownCloud version ``status.php`` reports."""
@@ -45,6 +47,7 @@ class OwnCloud:
         self.gaps = gaps
         self.shares = ShareStore(state_dir / "shares.json", self.files)
         self.dav = dav_app(self.files, ["/remote.php/webdav"])
+        self.web = WebUI(self.files, self.shares, _user)
         self._users: set[str] = set()
         self._lock = threading.Lock()
 
@@ -66,8 +69,10 @@ class OwnCloud:
             return self._link(environ, start, found.group(1), found.group(2) or "")
         if path in ("/", "/index.php") and method == "GET":
             return _send(start, 302, "text/html", b"", [("Location", "/index.php/login")])
+        if self.web.serves(path):
+            return self.web(environ, start)
         web = path.startswith(_WEB_UI)
-        reason = "the web interface is not emulated" if web else "no such ownCloud endpoint is emulated"
+        reason = "this page of the web interface is not emulated" if web else "no such ownCloud endpoint is emulated"
         return self._gap(environ, start, 501 if web else 404, reason)
 
     def _webdav(self, environ: dict[str, Any], start: Start, user: str | None) -> Iterable[bytes]:
