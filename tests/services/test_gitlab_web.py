@@ -143,6 +143,12 @@ def test_gitlab_web_merge_request_list_detail_close(gitlab: Served) -> None:
     assert _api(gitlab, f"{_proj('risingwave')}/merge_requests/1").json()["state"] == "closed"
     closed = browser.get(f"{gitlab.url}/root/risingwave/-/merge_requests", params={"state": "closed"}, timeout=10)
     assert 'data-iid="1"' in closed.text
+    browser.post(mr_url, data={"_method": "put", "state_event": "reopen"}, timeout=10)
+    merged = browser.post(f"{mr_url}/merge", timeout=10)
+    view = _api(gitlab, f"{_proj('risingwave')}/merge_requests/1").json()
+    assert view["state"] == "merged" and 'id="merge_request-state">merged<' in merged.text
+    main = _api(gitlab, f"{_proj('risingwave')}/repository/commits/main").json()
+    assert main["id"] == view["merge_commit_sha"] and len(main["parent_ids"]) == 2
 
 
 def test_gitlab_web_settings_visibility_archive_delete(gitlab: Served) -> None:
