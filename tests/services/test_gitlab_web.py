@@ -3,6 +3,7 @@ through the REST API (the evaluators' view of the same store)."""
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from typing import Any
 
@@ -23,11 +24,28 @@ def _proj(name: str) -> str:
     return "projects/" + urllib.parse.quote(f"root/{name}", safe="")
 
 
-def _browser(gl: Served) -> requests.Session:
-    session = requests.Session()
+_TOKEN = re.compile(r'name="authenticity_token" value="([0-9a-f]+)"')
+
+
+class Browser(requests.Session):
+    """A signed-in session that sends the page's ``authenticity_token`` with every form, as a browser would."""
+
+    token = ""
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
+        if str(method).upper() == "POST" and self.token:
+            kwargs["data"] = {**(kwargs.get("data") or {}), "authenticity_token": self.token}
+        return super().request(method, url, *args, **kwargs)
+
+
+def _browser(gl: Served) -> Browser:
+    session = Browser()
     reply = session.post(f"{gl.url}/users/sign_in", data={"user[login]": "root", "user[password]": "pw",
                                                           "redirect_to": "/"}, timeout=10)
     assert reply.status_code == 200 and reply.history[0].status_code == 302
+    tokens = set(_TOKEN.findall(reply.text))
+    assert len(tokens) == 1  # every form of the page carries the session's one token
+    session.token = tokens.pop()
     return session
 
 
@@ -116,6 +134,25 @@ def test_gitlab_web_issue_close_reopen_assign_milestone_comment(gitlab: Served) 
     assert "Looked into it <b>now</b>" in bodies
     assert "Looked into it &lt;b&gt;now&lt;/b&gt;" in browser.get(issue_url, timeout=10).text
     assert not gitlab.gaps.snapshot()
+
+
+def test_gitlab_web_forms_without_the_session_token_are_refused(gitlab: Served) -> None:
+    browser = _browser(gitlab)
+    issue_url = f"{gitlab.url}/root/risingwave/-/issues/1"
+    form = browser.get(issue_url, timeout=10).text
+    assert f'name="authenticity_token" value="{browser.token}"' in form
+    cookies = browser.cookies
+    for token in (None, "0" * 32):
+        data = {"_method": "put", "state_event": "close", **({"authenticity_token": token} if token else {})}
+        forged = requests.post(issue_url, data=data, cookies=cookies, timeout=10)
+        assert forged.status_code == 422 and "CSRF" in forged.text
+    assert _api(gitlab, f"{_proj('risingwave')}/issues/1").json()["state"] == "opened"
+    other = _browser(gitlab)  # another session's token is not this one's
+    crossed = requests.post(issue_url, data={"_method": "put", "state_event": "close",
+                                             "authenticity_token": other.token}, cookies=cookies, timeout=10)
+    assert crossed.status_code == 422
+    browser.post(issue_url, data={"_method": "put", "state_event": "close"}, timeout=10)
+    assert _api(gitlab, f"{_proj('risingwave')}/issues/1").json()["state"] == "closed"
 
 
 def test_gitlab_web_new_issue_and_untrusted_text_is_escaped(gitlab: Served) -> None:

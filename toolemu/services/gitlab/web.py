@@ -10,6 +10,7 @@ API does). A path that is no page of ours answers None, and the app records it a
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,8 +18,8 @@ from toolemu.services.gitlab import api, web_issues, web_repo, web_wiki
 from toolemu.services.gitlab.http import ApiError, Params, Response
 from toolemu.services.gitlab.routing import Ctx, Route, find
 from toolemu.services.gitlab.web_page import (
+    CSRF_FIELD,
     SESSION_COOKIE,
-    Nav,
     Sessions,
     WebRequest,
     esc,
@@ -119,12 +120,16 @@ class WebPages:
     def answer(self, method: str, segments: list[str], query: str, body: bytes, content_type: str, cookie: str,
                api_user: int | None) -> Response | None:
         """Answers a web request (GET, HEAD or a form's POST), or None when it names no emulated page."""
-        token, user_id = self.sessions.user(cookie)
-        user_id = user_id if user_id is not None else api_user
+        session = self.sessions.user(cookie)
+        token, user_id, csrf = session if session is not None else (None, api_user, None)
         params = Params(query, body if method == "POST" else b"", content_type)
         meant = (params.text("_method") or "post").upper() if method == "POST" else method
-        w = WebRequest(self.ctx, meant, params, user_id)
+        w = WebRequest(self.ctx, meant, params, user_id, csrf)
         path = url(*segments)
+        if method == "POST" and csrf is not None and segments != ["users", "sign_in"] and (
+                not secrets.compare_digest(params.text(CSRF_FIELD) or "", csrf)):
+            return page("Unprocessable", '<p id="error-message">Can\'t verify CSRF token authenticity.</p>', w.nav,
+                        status=422, flash="Can't verify CSRF token authenticity.")
         try:
             return self._route(w, segments, token, path)
         except ApiError as e:
@@ -157,7 +162,7 @@ class WebPages:
             if w.user_id is None:
                 return redirect("/users/sign_in?" + urlencode({"redirect_to": path}))
             return page("Not Found", '<p id="not-found">The project you were looking for could not be found.</p>',
-                        Nav(w.username), status=404)
+                        w.nav, status=404)
         found = find(PROJECT_PAGES, w.method, segments[2:])
         if found is None:
             return None

@@ -1,7 +1,8 @@
 """What the GitLab web pages share: escaping, the page layout, forms, redirects and sign-in sessions.
 
 Pages are plain server-rendered HTML (no script): every control has a stable ``id``, a ``<label>`` and the
-``name`` its form posts. Forms post with a hidden ``_method`` for PUT and DELETE, as Rails' forms do.
+``name`` its form posts. Forms post with a hidden ``_method`` for PUT and DELETE, as Rails' forms do, and with the
+session's ``authenticity_token``: a signed-in POST without it is refused (422), as GitLab refuses a cross-site one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from toolemu.services.gitlab.store import ProjectRecord
 
 SESSION_COOKIE = "_gitlab_session"
 """GitLab's session cookie name."""
+CSRF_FIELD = "authenticity_token"
+"""The form field that carries the session's CSRF token (Rails')."""
+_CSRF_SLOT = "<!--csrf-->"
+"""Where :func:`page` puts the token into each POST form (escaped text can never contain it)."""
 
 
 def esc(value: object) -> str:
@@ -33,17 +38,17 @@ def url(*parts: str) -> str:
 
 
 class Sessions:
-    """Signed-in browser sessions of one app: cookie value -> user id."""
+    """Signed-in browser sessions of one app: cookie value -> (user id, CSRF token)."""
 
     def __init__(self) -> None:
-        self._users: dict[str, int] = {}
+        self._users: dict[str, tuple[int, str]] = {}
         self._lock = threading.Lock()
 
     def start(self, user_id: int) -> str:
         """A new session for ``user_id``; returns its cookie value."""
         token = secrets.token_hex(16)
         with self._lock:
-            self._users[token] = user_id
+            self._users[token] = (user_id, secrets.token_hex(16))
         return token
 
     def end(self, token: str | None) -> None:
@@ -51,18 +56,18 @@ class Sessions:
         with self._lock:
             self._users.pop(token or "", None)
 
-    def user(self, cookie_header: str) -> tuple[str | None, int | None]:
-        """(session token, user id) from a ``Cookie`` header; (None, None) when not signed in."""
+    def user(self, cookie_header: str) -> tuple[str, int, str] | None:
+        """(session token, user id, CSRF token) from a ``Cookie`` header; None when not signed in."""
         try:
             jar = SimpleCookie(cookie_header)
         except CookieError:
-            return None, None
+            return None
         morsel = jar.get(SESSION_COOKIE)
         if morsel is None:
-            return None, None
+            return None
         with self._lock:
-            user = self._users.get(morsel.value)
-        return (morsel.value, user) if user is not None else (None, None)
+            found = self._users.get(morsel.value)
+        return (morsel.value, *found) if found is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,8 @@ class Nav:
 
     username: str | None
     project: ProjectRecord | None = None
+    csrf: str | None = None
+    """The session's CSRF token, put into every POST form."""
 
 
 _STYLE = ("body{font-family:sans-serif;margin:0}header{background:#292961;color:#fff;padding:8px}"
@@ -97,7 +104,7 @@ def page(title: str, body: str, nav: Nav, *, status: int = 200, flash: str = "")
         account = '<a id="sign-in-link" href="/users/sign_in">Sign in</a>'
     else:
         account = (f'<span id="current-user">{esc(nav.username)}</span> '
-                   '<form method="post" action="/users/sign_out" style="display:inline">'
+                   f'<form method="post" action="/users/sign_out" style="display:inline">{_CSRF_SLOT}'
                    '<button id="sign-out" type="submit">Sign out</button></form>')
     header = (f'<header><a id="nav-home" href="/">GitLab</a><a id="nav-projects" href="/dashboard/projects">Projects'
               f'</a><a id="nav-new-project" href="/projects/new">New project</a>{account}</header>')
@@ -106,6 +113,7 @@ def page(title: str, body: str, nav: Nav, *, status: int = 200, flash: str = "")
     doc = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)} · GitLab</title>'
            f'<style>{_STYLE}</style></head><body>{header}<main>{side}<section class="content">{note}'
            f'<h1 id="page-title">{esc(title)}</h1>{body}</section></main></body></html>')
+    doc = doc.replace(_CSRF_SLOT, hidden(CSRF_FIELD, nav.csrf) if nav.csrf else "")
     return Response(status, doc.encode(), [("Content-Type", "text/html; charset=utf-8")])
 
 
@@ -117,7 +125,7 @@ def redirect(location: str, headers: Iterable[tuple[str, str]] = ()) -> Response
 def form(action: str, fields: str, button: str, button_id: str, *, method: str = "post") -> str:
     """A form posting to ``action``; ``method`` other than post travels as Rails' hidden ``_method``."""
     hidden = f'<input type="hidden" name="_method" value="{esc(method)}">' if method != "post" else ""
-    return (f'<form method="post" action="{esc(action)}">{hidden}{fields}'
+    return (f'<form method="post" action="{esc(action)}">{_CSRF_SLOT}{hidden}{fields}'
             f'<button type="submit" id="{esc(button_id)}">{esc(button)}</button></form>')
 
 
@@ -155,11 +163,17 @@ class WebRequest:
     """The method the form meant (``_method`` of a POST, else the request's)."""
     params: Params
     user_id: int | None
+    csrf: str | None = None
+    """The session's CSRF token (None without a browser session)."""
 
     @property
     def nav(self) -> Nav:
         """The header of a page that shows no project."""
-        return Nav(self.username)
+        return self.nav_in(None)
+
+    def nav_in(self, project: ProjectRecord | None) -> Nav:
+        """The header (and sidebar) of a page inside ``project``."""
+        return Nav(self.username, project, self.csrf)
 
     @property
     def username(self) -> str | None:

@@ -9,7 +9,6 @@ from toolemu.services.gitlab.repo import Repo
 from toolemu.services.gitlab.routing import Args, Handler, Route, route
 from toolemu.services.gitlab.store import ProjectRecord
 from toolemu.services.gitlab.web_page import (
-    Nav,
     WebRequest,
     esc,
     field,
@@ -27,7 +26,7 @@ _README_NAMES = ("README.md", "README", "README.txt", "README.rst", "readme.md")
 
 def project_page(w: WebRequest, project: ProjectRecord, title: str, body: str, *, status: int = 200) -> Response:
     """A page inside a project (with its sidebar)."""
-    return page(title, body, Nav(w.username, project), status=status)
+    return page(title, body, w.nav_in(project), status=status)
 
 
 def base(project: ProjectRecord) -> str:
