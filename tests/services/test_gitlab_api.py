@@ -63,7 +63,7 @@ def test_gitlab_missing_things_answer_gitlabs_404_shapes(gitlab: Served) -> None
 def test_gitlab_unknown_endpoint_is_a_recorded_gap_answered_404(gitlab: Served) -> None:
     reply = _get(gitlab, _project(gitlab, "sotopia") + "/pipelines")
     assert (reply.status_code, reply.json(), reply.headers["X-Toolemu-Gap"]) == (404, {"error": "404 Not Found"}, "1")
-    web = requests.get(f"{gitlab.url}/root/sotopia/-/issues", timeout=10)
+    web = requests.get(f"{gitlab.url}/root/sotopia/-/pipelines", timeout=10)
     assert web.status_code == 404 and web.headers["X-Toolemu-Gap"] == "1"
     gaps = gitlab.gaps.snapshot()
     assert [(g.service, g.method) for g in gaps] == [("gitlab", "GET"), ("gitlab", "GET")]

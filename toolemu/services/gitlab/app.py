@@ -1,6 +1,7 @@
 """The GitLab emulator as one WSGI application: REST API v4, git smart HTTP, raw files, OAuth tokens.
 
-Requests the emulator does not answer (an endpoint or web page we lack) are recorded in the episode's
+Web pages (sign-in, dashboard, projects, issues, merge requests, wiki, settings) are :mod:`.web`'s. Requests the
+emulator does not answer (an endpoint or web page we lack) are recorded in the episode's
 :class:`~toolemu.services.base.GapLog` and answered as GitLab answers an unknown route (404), marked with the
 header ``X-Toolemu-Gap: 1`` so evaluator helpers can tell a gap from a real "not found".
 """
@@ -15,29 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from toolemu.services.base import GapLog
-from toolemu.services.gitlab import (
-    api_issues,
-    api_merge_requests,
-    api_planning,
-    api_projects,
-    api_protected,
-    api_repository,
-    api_wiki,
-)
+from toolemu.services.gitlab import api_projects, api_repository
+from toolemu.services.gitlab.api import GLOBAL_ROUTES, PROJECT_ROUTES
 from toolemu.services.gitlab.git_http import SERVICES, ensure_hooks, read_body, run_backend
 from toolemu.services.gitlab.http import ApiError, Params, Request, Response, authenticated_user, status_line
-from toolemu.services.gitlab.routing import Ctx, Route, check_write, find, project_segments, split_path, visible_project
+from toolemu.services.gitlab.routing import Ctx, check_write, find, project_segments, split_path, visible_project
 from toolemu.services.gitlab.store import Store
+from toolemu.services.gitlab.web import WebPages
 
 SERVICE = "gitlab"
 GAP_HEADER = ("X-Toolemu-Gap", "1")
-GLOBAL_ROUTES: tuple[Route, ...] = (
-    *api_projects.GLOBAL_ROUTES, *api_issues.GLOBAL_ROUTES, *api_merge_requests.GLOBAL_ROUTES,
-)
-PROJECT_ROUTES: tuple[Route, ...] = (
-    *api_projects.PROJECT_ROUTES, *api_repository.ROUTES, *api_protected.ROUTES, *api_issues.PROJECT_ROUTES,
-    *api_merge_requests.PROJECT_ROUTES, *api_planning.PROJECT_ROUTES, *api_wiki.PROJECT_ROUTES,
-)
 _DENIED = (b"HTTP Basic: Access denied. If a password was provided for Git authentication, the password was "
            b"incorrect or you're required to use a token instead of a password.\n")
 
@@ -56,6 +44,7 @@ class GitLabApp:
 
     def __init__(self, state_dir: Path, gaps: GapLog) -> None:
         self.ctx = Ctx(state_dir, Store(state_dir), gaps)
+        self.web = WebPages(self.ctx)
         ensure_hooks(state_dir)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -98,7 +87,13 @@ class GitLabApp:
             project = visible_project(self.ctx.store.state, "/".join(segments[:2]), user_id)
             return api_repository.web_raw(self.ctx, self._request(environ, method, path, query, user_id, b""),
                                           project, segments[4:])
-        return self._gap(method, path, "web UI page not emulated (only the REST API, git and raw files are)", api=False)
+        if method in ("GET", "HEAD", "POST"):
+            body = read_body(environ).read() if method == "POST" else b""
+            page = self.web.answer(method, segments, query, body, environ.get("CONTENT_TYPE", "") or "",
+                                   environ.get("HTTP_COOKIE", "") or "", user_id)
+            if page is not None:
+                return page
+        return self._gap(method, path, "web UI page not emulated", api=False)
 
     def _request(self, environ: dict[str, Any], method: str, path: str, query: str, user_id: int | None,
                  body: bytes) -> Request:
