@@ -19,6 +19,7 @@ from typing import Any
 
 from toolemu.services.base import HOSTNAME, PORTS, GapLog, WSGIApp
 from toolemu.services.owncloud.dav import dav_app, provider, sabre_quote
+from toolemu.services.owncloud.form import cookies
 from toolemu.services.owncloud.shares import OWNER, OcsError, ShareStore, folder_zip, ocs_body
 from toolemu.services.owncloud.web import WebUI
 
@@ -166,7 +167,7 @@ class OwnCloud:
                 return _send(start, 303, "text/html", b"", [("Location", f"/index.php/s/{token}"),
                                                             ("Set-Cookie", cookie)])
             return _send(start, 403, "text/html; charset=utf-8", _password_page(token, wrong=True))
-        granted = share["password"] is None or _cookies(environ).get(cookie_name) == self.shares.cookie(share)
+        granted = share["password"] is None or cookies(environ).get(cookie_name) == self.shares.cookie(share)
         if not granted:
             if action == "/download":
                 return _send(start, 303, "text/html", b"", [("Location", f"/index.php/s/{token}/authenticate")])
@@ -250,15 +251,6 @@ def _form(environ: dict[str, Any]) -> dict[str, str]:
         else:
             pairs += urllib.parse.parse_qsl(text, keep_blank_values=True)
     return dict(pairs)
-
-
-def _cookies(environ: dict[str, Any]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for part in environ.get("HTTP_COOKIE", "").split(";"):
-        key, _, value = part.strip().partition("=")
-        if key:
-            found[key] = value
-    return found
 
 
 def _send(start: Start, status: int, kind: str, body: bytes,
