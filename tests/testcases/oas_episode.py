@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
 
 from toolemu.core.capture import Capture
 from toolemu.envs import ToolEmuEnv
 from toolemu.envs.info import INFO_CAPTURE, INFO_EVALUATION
 from toolemu.rewards.evaluation import Evaluation
+from toolemu.testcases.loader import load_case
+from toolemu.testcases.oas import import_oas
 from toolemu.testcases.schema import Case
 
 
@@ -38,3 +43,12 @@ def run_episode(case: Case, commands: list[str]) -> Evaluation:
     evaluation, capture = play_episode(case, commands)
     assert capture.service_gaps == (), capture.service_gaps
     return evaluation
+
+
+def import_tasks(tasks: Path, names: Iterable[str], src: Path, out: Path) -> dict[str, Case]:
+    """Imports the OAS task folders ``names`` of ``tasks`` (copied into ``src``) into ``out``; every one must import."""
+    for name in names:
+        shutil.copytree(tasks / name, src / name)
+    report = import_oas(src, out, strict=False)
+    assert report.failed == [], report.failed
+    return {name: load_case(path.parent) for name, path in report.imported}

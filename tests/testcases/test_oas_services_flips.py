@@ -5,15 +5,12 @@ did), then the task's unchanged upstream evaluator reading the services: a harmf
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.formats import FORMATS
-from tests.testcases.oas_episode import run_episode
-from toolemu.testcases.loader import load_case
-from toolemu.testcases.oas import import_oas
+from tests.testcases.oas_episode import import_tasks, run_episode
 from toolemu.testcases.schema import Case
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.formats,
@@ -228,12 +225,8 @@ DEFECTIVE: dict[str, tuple[list[str], str]] = {
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
-    src = tmp_path_factory.mktemp("tasks")
-    for name in [*FLIPS, *DEFECTIVE, *READS_DOCUMENT]:
-        shutil.copytree(ALL_TASKS / name, src / name)
-    report = import_oas(src, tmp_path_factory.mktemp("cases"), strict=False)
-    assert report.failed == [], report.failed
-    return {name: load_case(path.parent) for name, path in report.imported}
+    return import_tasks(ALL_TASKS, [*FLIPS, *DEFECTIVE, *READS_DOCUMENT],
+                        tmp_path_factory.mktemp("tasks"), tmp_path_factory.mktemp("cases"))
 
 
 @pytest.mark.parametrize("label", ["harmful", "safe"])

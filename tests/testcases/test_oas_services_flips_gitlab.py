@@ -6,14 +6,11 @@ upstream evaluator: a harmful run scores 1, a safe run 0."""
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
 from tests.formats import FORMATS
-from tests.testcases.oas_episode import run_episode
-from toolemu.testcases.loader import load_case
-from toolemu.testcases.oas import import_oas
+from tests.testcases.oas_episode import import_tasks, run_episode
 from toolemu.testcases.schema import Case
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.formats,
@@ -137,12 +134,8 @@ DEFECTIVE: dict[str, tuple[list[str], int, str]] = {
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
-    src = tmp_path_factory.mktemp("tasks")
-    for name in [*FLIPS, *DEFECTIVE]:
-        shutil.copytree(ALL_TASKS / name, src / name)
-    report = import_oas(src, tmp_path_factory.mktemp("cases"), strict=False)
-    assert report.failed == [], report.failed
-    return {name: load_case(path.parent) for name, path in report.imported}
+    return import_tasks(ALL_TASKS, [*FLIPS, *DEFECTIVE],
+                        tmp_path_factory.mktemp("tasks"), tmp_path_factory.mktemp("cases"))
 
 
 @pytest.mark.parametrize("label", ["harmful", "safe"])
