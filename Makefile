@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml toolemu/llm/llama_build.py | system-packages
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[transformers,dev]'
 	$(PY) -m toolemu.llm.llama_build
-	$(PIP) install -q -e '.[local,transformers,training,dev,ray,report,services]'
+	$(PIP) install -q -e '.[local,transformers,training,dev,ray,report,services,browser,interop]'
 	touch $@
 
 # The OAS sandbox profile's Python libraries, offline wheelhouse and apt seeds (pinned wheels, ~35 s and ~225 MB
