@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from toolemu.core.errors import ToolCallError
-from toolemu.core.types import EnvironmentSpec, SeedFile
 from tests.toolkits.browser_support import GITLAB, OWNCLOUD, PLANE, episode
+from toolemu.core.types import EnvironmentSpec, SeedFile
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 

@@ -8,9 +8,9 @@ from toolemu.toolkits.sandbox.seed import sandbox_to_host
 from toolemu.toolkits.sandbox.snapshot import UNREADABLE, snapshot_root
 
 __all__ = [
-    "BrowserConfig",
     "DEFAULT_CHECK_TIMEOUT_S",
     "UNREADABLE",
+    "BrowserConfig",
     "CheckJob",
     "CommandOutcome",
     "Sandbox",
