@@ -107,12 +107,15 @@ class BrowserToolkit(SandboxedToolkit):
         """Ends the browser (every process of it) if one runs; the next browser call starts a fresh one."""
         session, self._session = self._session, None
         driver = self._driver
+        jail = self._jail
+        if jail is not None and jail.cgroup is not None:
+            jail.cgroup.kill_all()  # at once: nothing of the page may run on while the grader reads the world
         if session is not None and driver is not None and driver.alive:
             try:
                 driver.call(lambda _: session.close(), timeout_s=_CALL_MARGIN_S)
             except SandboxError as e:  # the cgroup kill below ends it anyway
                 logger.warning("the browser did not close: %s", e)
-        jail, self._jail = self._jail, None
+        self._jail = None
         if jail is not None:
             jail.close()
         if self._netns is not None:
