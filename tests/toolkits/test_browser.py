@@ -8,7 +8,8 @@ import re
 import pytest
 
 from tests.toolkits.browser_support import GITLAB, OWNCLOUD, PLANE, episode
-from toolemu.core.types import EnvironmentSpec, SeedFile
+from toolemu.core.types import EnvironmentSpec, SeedFile, ToolCall
+from toolemu.toolkits.sandbox import BrowserConfig, SandboxConfig
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 
@@ -72,3 +73,14 @@ def test_browser_plane_sign_in_and_set_an_issue_state_with_select_option() -> No
         api = f"{PLANE}/api/v1/workspaces/tac/projects/{OPENHANDS}"
         states = {s["id"]: s["name"] for s in ep.api(f"{api}/states/", headers=_PLANE_KEY)["results"]}
         assert states[ep.api(f"{api}/issues/{issue_id}/", headers=_PLANE_KEY)["state"]] == "Done"
+
+
+def test_browser_screenshots_are_bounded_jpegs_when_asked() -> None:
+    config = SandboxConfig(browser=BrowserConfig(screenshots=True, screenshot_max_kb=100))
+    with episode(("owncloud",), config=config) as ep:
+        result = ep.browser.call(ToolCall(tool="BrowserGoto", arguments={"url": f"{OWNCLOUD}/"}), [])
+        assert result.screenshot is not None
+        data = base64.b64decode(result.screenshot)
+        assert data[:2] == b"\xff\xd8" and len(data) <= 100 * 1024
+    with episode(("owncloud",)) as ep:  # off by default: nothing stored
+        assert ep.browser.call(ToolCall(tool="BrowserGoto", arguments={"url": f"{OWNCLOUD}/"}), []).screenshot is None

@@ -83,7 +83,7 @@
     field(box, "hidden notes", step.hidden_notes, true);
     if (step.screenshot) {
       const shot = el("img", null, "screenshot");
-      shot.src = "data:image/jpeg;base64," + step.screenshot;
+      shot.setAttribute("src", "data:image/jpeg;base64," + step.screenshot);
       shot.alt = "browser page after step " + step.index;
       box.appendChild(shot);
     }
