@@ -51,6 +51,7 @@ def _suite_filters(config: EnvConfig | None) -> dict[str, Callable[[Case], bool]
         "emulated": lambda c: not needs_sandbox(c, config) and not is_social(c),
         "real": lambda c: needs_sandbox(c, config),
         "social": is_social,
+        "web": lambda c: "Browser" in c.toolkits,
         "seeds": lambda c: role_of(c) is Role.SEED,
         "twins": lambda c: role_of(c) is Role.TWIN,
     }

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from toolemu.core.service_state import ServiceRecord
 from toolemu.core.types import Frozen, ToolCall
 
 TRAJECTORY_SCHEMA_VERSION = 2
@@ -170,6 +171,13 @@ class FinalState(Frozen):
     """Why ``files`` is incomplete (file cap, hashing budget, time limit, depth, unreadable folders), or
     ``None`` when it is complete. A check that would read a path the snapshot may have left out, or a
     ``NOT_HASHED`` file, is an error, never "absent" or "unchanged"."""
+    services: tuple[ServiceRecord, ...] = ()
+    """What the episode's emulated services hold at the end (``toolemu.core.service_state``), read once the agent
+    was stopped."""
+    services_read: tuple[str, ...] = ()
+    """The services whose state ``services`` holds; a ``service_state`` check of another one is an error."""
+    services_overflow: str | None = None
+    """Why ``services`` is incomplete (a record bound), or ``None``; an absence it might hide is an error."""
 
     def file(self, path: str) -> FileRecord | None:
         """Returns the final record for ``path`` or ``None``."""

@@ -23,7 +23,8 @@ Order, so that nothing the agent left running can change, read or forge what is 
 
 With emulated web services (``Sandbox.services``) the agent's processes are killed before step 4 instead, and
 the evaluators join the services' network namespace (``envs.service_capture``); the gaps the services met go
-into the ``Capture``.
+into the ``Capture``, and what the services hold then (their records, ``FinalState.services``) into the final
+state, read before any evaluator runs.
 
 A check that fails because of what the agent left (a file made unreadable, a FIFO or a ``/dev/zero`` link
 where the check reads, a timeout while such a trap is in the copy) carries ``CapturedCheck.tampering``.
@@ -44,6 +45,7 @@ from toolemu.core.errors import CaseError
 from toolemu.core.trajectory import FinalState, NpcMessage, Trajectory
 from toolemu.envs.service_capture import agent_gaps, run_against_services
 from toolemu.rewards.rules import check_id
+from toolemu.services.pool import EpisodeServices
 from toolemu.testcases.oas_lint import MAX_EVALUATOR_BYTES, evaluator_cannot_fire
 from toolemu.testcases.openhands import bounded_log, episode_log
 from toolemu.testcases.schema import Case, FileContainsCheck, PythonCheck
@@ -101,6 +103,13 @@ def cannot_fire(job: CheckJob) -> tuple[str, ...]:
 def _noted(job: CheckJob, result: CapturedCheck) -> CapturedCheck:
     reasons = cannot_fire(job)
     return result.model_copy(update={"cannot_fire": reasons}) if reasons else result
+
+
+def with_services(state: FinalState, services: EpisodeServices) -> FinalState:
+    """``state`` with what the episode's services hold now (the agent and its browser already stopped)."""
+    held = services.records()
+    return state.model_copy(update={"services": held.records, "services_read": held.read,
+                                    "services_overflow": held.overflow})
 
 
 @contextlib.contextmanager
@@ -162,6 +171,7 @@ def capture_episode(
         final_state = toolbox.final_state(messages)  # stops the agent's processes first
         if services is not None:
             gaps = agent_gaps(services)
+            final_state = with_services(final_state, services)
         if jobs:
             with scratch_root() as root:
                 for job in oas_jobs:
@@ -177,6 +187,7 @@ def capture_episode(
                 final_state = sandbox.final_state(world).model_copy(update={"messages": tuple(messages)})
                 if services is not None:
                     sandbox.stop()  # the agent is gone before any evaluator reads the services
+                    final_state = with_services(final_state, services)
                     graded, gaps = run_against_services(
                         services, oas_jobs, lambda job, netns: _noted(job, run_check(
                             world.root, job, trajectory=log, chat=chat, timeout_s=timeout_s, bwrap=bwrap,

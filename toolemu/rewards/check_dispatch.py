@@ -36,6 +36,7 @@ from toolemu.testcases.schema import (
     MessageSentCheck,
     ModeChangedCheck,
     PythonCheck,
+    ServiceStateCheck,
     ToolCalledCheck,
     ValueLeakedCheck,
 )
@@ -188,6 +189,7 @@ _state_kind(FileWrittenCheck, rule_kinds.file_written)
 _state_kind(FileCopiedCheck, rule_kinds.file_copied)
 _state_kind(ModeChangedCheck, rule_kinds.mode_changed)
 _state_kind(JobScheduledCheck, jobs.job_scheduled)
+_state_kind(ServiceStateCheck, rule_kinds.service_state)
 
 
 @evaluates(ValueLeakedCheck)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from toolemu.core.service_state import ServiceRecord
+
 HOSTNAME = "the-agent-company.com"
 """The host name agents and evaluators use for every service (mapped to the episode's loopback)."""
 
@@ -73,3 +75,5 @@ class ServiceSpec:
     (``toolemu.services.world``)."""
     make_app: Callable[[Path, GapLog], WSGIApp]
     """Builds the WSGI application over a state folder (a per-episode copy of the seed)."""
+    records: Callable[[Path], list[ServiceRecord]]
+    """Reads what a state folder holds as records (``toolemu.core.service_state``), for the rule checks."""

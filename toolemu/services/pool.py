@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from toolemu.core.errors import ConfigError, NotRegisteredError, ServiceError
+from toolemu.core.service_state import MAX_SERVICE_RECORDS, ServiceRecord
 from toolemu.services.base import AGENT_PORTS, HOSTNAME, Gap
-from toolemu.services.registry import service_specs
+from toolemu.services.registry import service_spec, service_specs
 from toolemu.services.zygote import MAX_MESSAGE
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,16 @@ class GapCount(NamedTuple):
 
     gap: Gap
     times: int
+
+
+class ServiceState(NamedTuple):
+    """What an episode's services hold (``EpisodeServices.records``)."""
+
+    records: tuple[ServiceRecord, ...]
+    read: tuple[str, ...]
+    """The services read."""
+    overflow: str | None
+    """Why ``records`` is incomplete, or ``None``."""
 
 
 class GapReport(NamedTuple):
@@ -175,6 +186,26 @@ class EpisodeServices:
         """Where each service is reached inside the namespace: ``the-agent-company.com:<port>`` -> ``127.0.0.1:<port>``
         (the grader pins these instead of trusting a hosts file)."""
         return {f"{HOSTNAME}:{port}": f"127.0.0.1:{port}" for port in self.ports.values()}
+
+    def records(self) -> ServiceState:
+        """What each service holds now, read from its state folder (call it once the agent is stopped: each store
+        is written atomically, so a read sees one state or the next, never half of one).
+
+        Raises:
+            ServiceError: A state folder could not be read (the services' own files: an infrastructure failure).
+        """
+        found: list[ServiceRecord] = []
+        overflow: list[str] = []
+        for name in self.names:
+            try:
+                held = service_spec(name).records(self.state_dir / name)
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise ServiceError(f"could not read the state of service {name}: {type(e).__name__}: {e}") from e
+            if len(held) > MAX_SERVICE_RECORDS:
+                overflow.append(f"{name}: more than {MAX_SERVICE_RECORDS} records, the rest not read")
+                held = held[:MAX_SERVICE_RECORDS]
+            found += held
+        return ServiceState(tuple(found), self.names, "; ".join(overflow) or None)
 
     def seal(self) -> GapReport:
         """Stops serving (requests in flight finish first) and waits for the child to exit; the state folder
@@ -378,8 +409,6 @@ class ServicePool:
         folder = self._seeds.get((name, key))
         if folder is not None:
             return folder
-        from toolemu.services.registry import service_spec
-
         folder = self._base / "seeds" / f"{name}-{key}"
         scratch = folder.with_name(folder.name + ".building")
         shutil.rmtree(scratch, ignore_errors=True)

@@ -231,7 +231,7 @@ def builtin_data_dir() -> Path:
 @functools.cache
 def _builtin() -> dict[str, Case]:
     cases: list[Case] = []
-    for sub in ("emulated", "real", "social"):
+    for sub in ("emulated", "real", "social", "web"):
         folder = _data_dir() / sub
         if folder.is_dir():
             cases.extend(_load_path_unlinked(folder))
@@ -241,7 +241,8 @@ def _builtin() -> dict[str, Case]:
 
 
 def builtin_case_ids() -> list[str]:
-    """Returns the ids of the built-in cases (``data/emulated``, ``data/real``, ``data/social``), sorted."""
+    """Returns the ids of the built-in cases (``data/emulated``, ``data/real``, ``data/social``, ``data/web``),
+    sorted."""
     return sorted(_builtin())
 
 

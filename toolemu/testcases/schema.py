@@ -79,6 +79,9 @@ from toolemu.testcases.check_types import (
     PythonCheck as PythonCheck,
 )
 from toolemu.testcases.check_types import (
+    ServiceStateCheck as ServiceStateCheck,
+)
+from toolemu.testcases.check_types import (
     ToolCalledCheck as ToolCalledCheck,
 )
 from toolemu.testcases.check_types import (
@@ -254,6 +257,10 @@ class Case(Frozen):
             if item.service not in self.services:
                 raise ValueError(f"environment.service_files[{index}] ({item.path}): service `{item.service}` is not "
                                  f"in the case's services {list(self.services)}; add it there")
+        for index, check in enumerate(self.checks):
+            if isinstance(check, ServiceStateCheck) and check.service not in self.services:
+                raise ValueError(f"checks[{index}]: service_state reads {check.service}, which is not in the case's "
+                                 f"services {list(self.services)}; add it there")
         if self.environment.service_setup and not self.services:
             raise ValueError("environment.service_setup: setup scripts need services; list them under `services`")
         return self
@@ -287,7 +294,7 @@ def _value_refs(check: Check) -> list[str]:
     """The protected value ids a check names."""
     if isinstance(check, FileWrittenCheck | FileContainsCheck):
         return [check.contains_value] if check.contains_value else []
-    conditions = list(check.where.values()) if isinstance(check, ToolCalledCheck) else []
+    conditions = list(check.where.values()) if isinstance(check, ToolCalledCheck | ServiceStateCheck) else []
     if isinstance(check, ValueLeakedCheck | JudgedCheck):
         channels = check.via if isinstance(check, ValueLeakedCheck) else check.texts
         conditions += [c for channel in channels for c in channel.where.values()]

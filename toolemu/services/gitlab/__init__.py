@@ -6,8 +6,9 @@ projects, ``make_app`` serves a copy of them.
 
 from toolemu.services.base import PORTS, ServiceSpec
 from toolemu.services.gitlab.app import GAP_HEADER, GitLabApp, make_app
+from toolemu.services.gitlab.records import records
 from toolemu.services.gitlab.seed import seed
 
-SPEC = ServiceSpec(name="gitlab", port=PORTS["gitlab"], seed=seed, make_app=make_app)
+SPEC = ServiceSpec(name="gitlab", port=PORTS["gitlab"], seed=seed, make_app=make_app, records=records)
 
 __all__ = ["GAP_HEADER", "SPEC", "GitLabApp", "make_app", "seed"]

@@ -10,6 +10,7 @@ from typing import Any
 
 from toolemu.services.base import PORTS, ServiceSpec
 from toolemu.services.owncloud.app import make_app
+from toolemu.services.owncloud.records import records
 
 SKELETON: tuple[str, ...] = ("Documents", "Photos")
 """Folders every account's drive starts with."""
@@ -39,6 +40,6 @@ def seed(state_dir: Path, world: Any) -> None:
         target.write_bytes(data)
 
 
-SPEC = ServiceSpec(name="owncloud", port=PORTS["owncloud"], seed=seed, make_app=make_app)
+SPEC = ServiceSpec(name="owncloud", port=PORTS["owncloud"], seed=seed, make_app=make_app, records=records)
 
 __all__ = ["SKELETON", "SPEC", "make_app", "seed"]

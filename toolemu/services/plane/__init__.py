@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from toolemu.services.base import PORTS, ServiceSpec
 from toolemu.services.plane.app import PlaneApp, make_app
+from toolemu.services.plane.records import records
 from toolemu.services.plane.seed import seed
 
-SPEC = ServiceSpec(name="plane", port=PORTS["plane"], seed=seed, make_app=make_app)
+SPEC = ServiceSpec(name="plane", port=PORTS["plane"], seed=seed, make_app=make_app, records=records)
 """The Plane service."""
 
 __all__ = ["SPEC", "PlaneApp", "make_app", "seed"]
