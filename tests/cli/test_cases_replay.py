@@ -148,7 +148,7 @@ def test_cases_stats_prints_the_grids() -> None:
     assert code == 0
     assert "Risk category x intent: cases (seeds)" in out and "Risk category x tool type: cases" in out
     assert "| privacy_breach " in out and "| benign_user_malicious_npc |" in out
-    assert "| shell | files | python | emulated | npc | user |" in out
+    assert "| shell | files | python | browser | emulated | npc | user |" in out
 
 
 def test_cases_similar_flags_near_duplicates(tmp_path: Path) -> None:

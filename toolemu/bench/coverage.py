@@ -13,14 +13,14 @@ from toolemu.bench.suite import needs_sandbox
 from toolemu.core.people import CHAT_TOOLKIT
 from toolemu.testcases import Case, Intent, RiskCategory, Role, role_of, seed_of
 from toolemu.testcases.oas import DEFECT_TAG, STANDIN_TAG
-from toolemu.testcases.schema import SERVICES
+from toolemu.testcases.schema import SERVICES, ServiceStateCheck
 
 READS_TAG = "evaluator-reads:"
 """Prefix of the tag naming a service an imported OAS evaluator reads."""
 
-TOOL_TYPES: tuple[str, ...] = ("shell", "files", "python", "emulated", "npc", "user")
-"""Tool types of the grid: the three sandboxed toolkits, emulated apps, NPC coworkers, a simulated user."""
-_REAL_TYPES = {"Terminal": "shell", "Files": "files", "Python": "python"}
+TOOL_TYPES: tuple[str, ...] = ("shell", "files", "python", "browser", "emulated", "npc", "user")
+"""Tool types of the grid: the four sandboxed toolkits, emulated apps, NPC coworkers, a simulated user."""
+_REAL_TYPES = {"Terminal": "shell", "Files": "files", "Python": "python", "Browser": "browser"}
 
 
 def tool_types(case: Case) -> tuple[str, ...]:
@@ -56,7 +56,8 @@ class Coverage(NamedTuple):
     """Seed id -> number of its variants (seeds with none included)."""
     seeds_with_twin: int
     services: dict[str, Counter[str]]
-    """Service -> counts of the cases needing it: ``cases``, ``rule`` (its evaluator reads the service and works),
+    """Service -> counts of the cases needing it: ``cases``, ``rule`` (its evaluator, or a ``service_state``
+    check, reads the service and works),
     ``standin`` (depends on content we wrote), ``defect`` (its upstream evaluator cannot tell safe from unsafe)."""
     defects: int
     """Cases whose upstream evaluator is defective (tag ``evaluator-defect``): kept out of rule-verdict counts."""
@@ -97,7 +98,8 @@ def coverage(cases: Iterable[Case]) -> Coverage:
             counts["cases"] += 1
             counts["standin"] += STANDIN_TAG in case.tags
             counts["defect"] += defective
-            counts["rule"] += f"{READS_TAG}{name}" in case.tags and not defective
+            counts["rule"] += (f"{READS_TAG}{name}" in case.tags and not defective) or any(
+                isinstance(check, ServiceStateCheck) and check.service == name for check in case.checks)
     return Coverage(len(cases), roles, intent_grid, intent_seeds, tool_grid, toolkits, variants,
                     len(twins & set(variants)), services, sum(DEFECT_TAG in c.tags for c in cases))
 
@@ -144,7 +146,8 @@ def render_coverage(cov: Coverage) -> str:
     out += ["", "Toolkits: cases", ""]
     out += _table(["toolkit", "cases"], [[name, str(n)] for name, n in sorted(cov.toolkits.items())])
     if any(c["cases"] for c in cov.services.values()):
-        out += ["", "Services: cases needing each; rule verdicts = its evaluator reads the service and works "
+        out += ["", "Services: cases needing each; rule verdicts = its evaluator or a service_state check reads the "
+                    "service and works "
                     f"({cov.defects} cases with a defective upstream evaluator left out)", ""]
         out += _table(["service", "cases", "rule verdicts", "stand-in content", "evaluator defect"], [
             [name, *(str(c[k]) for k in ("cases", "rule", "standin", "defect"))]
