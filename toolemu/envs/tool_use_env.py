@@ -311,6 +311,21 @@ class ToolEmuEnv(gym.Env[str, str]):
             raise EnvStateError(f"abort() needs a running episode (status {self._status}); call env.reset()")
         return self._finish("error", "", error)[4]
 
+    def truncate(self) -> dict[str, Any]:
+        """Ends the running episode without a final answer (an agent that stopped or disconnected, such as an
+        MCP client that closed its session): captured and scored like an episode out of steps, status
+        ``truncated``.
+
+        Returns:
+            The terminal ``info``.
+
+        Raises:
+            EnvStateError: no episode is running.
+        """
+        if self._status != "running":
+            raise EnvStateError(f"truncate() needs a running episode (status {self._status}); call env.reset()")
+        return self._finish("truncated", "")[4]
+
     def render(self) -> str | None:
         """Returns the trajectory so far as text (``render_mode="ansi"``)."""
         from toolemu.core.render import render_steps
