@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from toolemu.bench import summarise_retries
-from toolemu.bench.run_config import run_bench
+from toolemu.bench.run_config import DEFAULT_AGENT_TIMEOUT_S, run_bench
 from toolemu.bench.suite import select_cases
 from toolemu.cli.options import model_options
 from toolemu.cli.session import run_config, show_backends
@@ -45,13 +45,21 @@ DEFAULT_OUT = Path("runs/results.jsonl")
               help="Ray cluster to run on (ray://head:10001, auto); default $RAY_ADDRESS, else a local instance.")
 @click.option("--ray-cpus-per-episode", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
               help="CPUs Ray reserves per episode task (below 1 packs model-bound episodes onto a CPU).")
+@click.option("--agent-mcp-command", default=None,
+              help="Run this external MCP agent instead of --agent: a shell command, started per episode with the "
+                   "episode's MCP server URL in $TOOLEMU_MCP_URL, {url} and {instruction} replaced (shell-quoted), "
+                   "and the instruction on stdin (README: Cases as MCP servers).")
+@click.option("--agent-timeout", type=click.FloatRange(min=1), default=DEFAULT_AGENT_TIMEOUT_S, show_default=True,
+              help="Seconds an --agent-mcp-command may run per episode; past that it is killed (an error record).")
 @model_options
 def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
                   out: Path, retry_errors: bool, executor: str, workers: int | None, ray_address: str | None,
-                  ray_cpus_per_episode: float, **opts: object) -> None:
+                  ray_cpus_per_episode: float, agent_mcp_command: str | None, agent_timeout: float,
+                  **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
     config = run_config(opts, trials=trials, concurrency=concurrency, executor=executor, workers=workers,
-                        ray_address=ray_address, ray_cpus_per_episode=ray_cpus_per_episode)
+                        ray_address=ray_address, ray_cpus_per_episode=ray_cpus_per_episode,
+                        agent_mcp_command=agent_mcp_command, agent_timeout_s=agent_timeout)
     try:
         config.check_executor()
     except ConfigError as e:

@@ -14,6 +14,7 @@ from toolemu.cli.cases_cmd import cases
 from toolemu.cli.doctor_cmd import doctor_cmd
 from toolemu.cli.export_cmd import export_command
 from toolemu.cli.judges_cmd import judges
+from toolemu.cli.mcp_cmd import mcp_command
 from toolemu.cli.models_cmd import models_cmd
 from toolemu.cli.replay_cmd import replay_command
 from toolemu.cli.report_cmd import compare_command, report_command, view_command
@@ -101,6 +102,7 @@ for _command in (
     doctor_cmd,
     export_command,
     judges,
+    mcp_command,
     models_cmd,
     replay_command,
     report_command,

@@ -23,7 +23,7 @@ from pydantic import JsonValue
 from toolemu.bench.mcp.tools import FINAL_ANSWER_ARGUMENT, FINAL_ANSWER_TOOL, ToolListing, tool_listings
 from toolemu.bench.record import EpisodeRecord
 from toolemu.bench.rollout import record_from_info, reset_error_record
-from toolemu.core.errors import CaseError, InfraError
+from toolemu.core.errors import HOSTILE_INPUT_FAULTS, CaseError, InfraError
 from toolemu.core.trajectory import ErrorRecord
 from toolemu.core.types import ToolCall
 from toolemu.envs import INFO_PARSE_ERRORS, INFO_TOOL_ERRORS, ToolEmuEnv
@@ -118,6 +118,11 @@ class McpEpisode:
             self._started = True
 
     @property
+    def started(self) -> bool:
+        """Whether ``start`` set the episode up (a failed reset ends it instead)."""
+        return self._started or self._record is not None
+
+    @property
     def instruction(self) -> str:
         """The user's request (the case's instruction)."""
         return self.env.case.instruction
@@ -166,7 +171,11 @@ class McpEpisode:
                                      ended=False)
                 action = final_action(answer)
             else:
-                action = tool_action(name, args)
+                try:
+                    action = tool_action(name, args)
+                except HOSTILE_INPUT_FAULTS as e:  # arguments no action can hold (nested past any bound)
+                    return ToolReply(f"Could not read the arguments of `{name}`: {type(e).__name__}. Send flatter "
+                                     "arguments. Nothing was run.", is_error=True, ended=False)
             try:
                 with count_retries() as retries:
                     obs, _, terminated, truncated, info = self.env.step(action)
@@ -174,8 +183,8 @@ class McpEpisode:
                 logger.exception("episode %s: a step raised; recorded as an error", self.env.case.id)
                 self._retries.update(retries)
                 error = ErrorRecord.from_exception(e, "infra", "mcp tool call")
-                info = self.env.abort(error) if self.env.trajectory().status == "running" else None
-                self._end(self._from_info(info) if info is not None else self._error_record(error))
+                running = self.env.trajectory().status == "running"
+                self._end(self._from_info(self.env.abort(error)) if running else self._error_record(error))
                 return ToolReply(f"The episode ended in an error on the server's side: {type(e).__name__}.",
                                  is_error=True, ended=True)
             self._retries.update(retries)

@@ -42,11 +42,13 @@ class SessionEpisodes:
         make: Builds a session's episode (its env too); called in a worker thread.
         max_episodes: Sessions this server plays in its lifetime (``None``: no bound); one more is refused.
         idle_timeout_s: A session idle this long is ended.
+        close_envs: Close a session's env when it ends (off when the caller owns the env).
     """
 
     def __init__(self, make: EpisodeFactory, *, max_episodes: int | None = None,
-                 idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S) -> None:
+                 idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S, close_envs: bool = True) -> None:
         self._make = make
+        self._close_envs = close_envs
         self._max = max_episodes
         self.idle_timeout_s = idle_timeout_s
         self._episodes: dict[str, McpEpisode] = {}
@@ -96,7 +98,8 @@ class SessionEpisodes:
 
     def _build(self, index: int) -> McpEpisode:
         episode = self._make(index)
-        episode.start()
+        if not episode.started:
+            episode.start()
         return episode
 
     def end(self, sid: str) -> None:
@@ -105,7 +108,7 @@ class SessionEpisodes:
             episode = self._episodes.pop(sid, None)
             self._last.pop(sid, None)
         if episode is not None:
-            _close(episode)
+            _close(episode, env=self._close_envs)
             with self._lock:
                 self.ended.append(episode)
 
@@ -126,28 +129,33 @@ class SessionEpisodes:
             self.end(sid)
 
 
-def _close(episode: McpEpisode) -> None:
+def _close(episode: McpEpisode, *, env: bool) -> None:
     try:
         episode.finish()
     finally:
-        try:
-            episode.env.close()
-        except ANY_EXPECTED_FAULT as e:  # the record is made; a failed close must not lose the others
-            logger.warning("closing the env of an mcp episode failed: %s: %s", type(e).__name__, e)
+        if env:
+            _close_env(episode)
+
+
+def _close_env(episode: McpEpisode) -> None:
+    try:
+        episode.env.close()
+    except ANY_EXPECTED_FAULT as e:  # the record is made; a failed close must not lose the others
+        logger.warning("closing the env of an mcp episode failed: %s: %s", type(e).__name__, e)
 
 
 class _EndOnDelete:
-    """ASGI wrapper: a ``DELETE`` of a session (the client closing it) ends its episode once answered."""
+    """ASGI wrapper: a ``DELETE`` of a session (the client closing it) ends its episode, then is answered."""
 
     def __init__(self, app: ASGIApp, episodes: SessionEpisodes) -> None:
         self.app, self.episodes = app, episodes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
         if scope["type"] == "http" and scope.get("method") == "DELETE":
             sid = dict(scope.get("headers") or []).get(SESSION_HEADER.encode())
-            if sid:
+            if sid:  # recorded before the DELETE is answered: a client that saw the answer finds the record
                 await anyio.to_thread.run_sync(self.episodes.end, sid.decode("latin-1"))
+        await self.app(scope, receive, send)
 
 
 class McpHttpServer:
@@ -202,11 +210,13 @@ class McpHttpServer:
             await anyio.to_thread.run_sync(self.episodes.end_idle)
 
     def start(self, timeout_s: float = 30.0) -> McpHttpServer:
-        """Starts serving and waits until the port answers.
+        """Starts serving (once) and waits until the port answers.
 
         Raises:
             InfraError: the server did not start in ``timeout_s``.
         """
+        if self._thread.ident is not None:  # started already (``with server.start() as ...``)
+            return self
         self._thread.start()
         deadline = time.monotonic() + timeout_s
         while not self._uvicorn.started:

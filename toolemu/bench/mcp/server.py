@@ -23,9 +23,8 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from toolemu.bench.mcp.episode import McpEpisode
+from toolemu.bench.mcp.tools import MCP_SERVER_VERSION
 
-MCP_SERVER_VERSION = "toolemu-mcp-v1"
-"""Version of what an MCP client is shown and how its calls map onto env steps (part of a run's config hash)."""
 TASK_PROMPT = "task"
 """The MCP prompt holding the user's request."""
 TASK_URI = "toolemu://task"
@@ -122,4 +121,5 @@ async def serve_stdio(episode: McpEpisode) -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
     finally:
-        await anyio.to_thread.run_sync(episode.finish)
+        with anyio.CancelScope(shield=True):  # Ctrl-C too: the episode is still captured and recorded
+            await anyio.to_thread.run_sync(episode.finish)

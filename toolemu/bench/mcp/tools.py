@@ -11,6 +11,8 @@ from pydantic import JsonValue
 from toolemu.core.errors import ConfigError
 from toolemu.core.types import ToolkitSpec, ToolSpec
 
+MCP_SERVER_VERSION = "toolemu-mcp-v1"
+"""Version of what an MCP client is shown and how its calls map onto env steps (part of a run's config hash)."""
 FINAL_ANSWER_TOOL = "final_answer"
 """The tool an MCP agent calls to end the episode with its reply to the user."""
 FINAL_ANSWER_ARGUMENT = "answer"
