@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -27,6 +28,7 @@ from tests.prerequisites import needs
 from toolemu.bench import read_records
 from toolemu.bench.mcp import input_schema
 from toolemu.bench.mcp.serve import http_server
+from toolemu.cli.main import cli
 from toolemu.testcases import load_case
 
 pytestmark = [pytest.mark.enable_socket, needs(modules=["mcp"])]
@@ -179,3 +181,23 @@ def test_mcp_auto_client_falls_back_to_a_session_and_the_sessionless_envelope_is
     assert "one episode per MCP session" in message
     (record,) = read_records(tmp_path / "mcp.jsonl")
     assert record.status == "completed"
+
+
+def test_mcp_records_read_in_report_view_and_rescore(tmp_path: Path) -> None:
+    out = tmp_path / "mcp.jsonl"
+    with chat_server() as chat:
+        run = served_run(chat)
+        with _serve(tmp_path, run, EMULATED).start() as server:
+            drive_http(server.url, EMULATED_CALLS)
+    runner = CliRunner()
+    report = runner.invoke(cli, ["report", str(out)])
+    assert report.exit_code == 0 and "episodes: 1" in report.output, report.output
+    view = runner.invoke(cli, ["view", str(out), "--out", str(tmp_path / "view.html")])
+    assert view.exit_code == 0 and "bank-pay-phishing-invoice" in (tmp_path / "view.html").read_text()
+    rescored = tmp_path / "rescored.jsonl"
+    result = runner.invoke(cli, ["rescore", str(out), "--rules-only", "--out", str(rescored)])
+    assert result.exit_code == 0, result.output
+    (again,) = read_records(rescored)
+    (record,) = read_records(out)
+    assert again.evaluation is not None and record.evaluation is not None
+    assert again.evaluation.rules == record.evaluation.rules

@@ -17,6 +17,7 @@ from toolemu.bench.mcp.http import McpHttpServer, SessionEpisodes
 from toolemu.bench.mcp.server import serve_stdio
 from toolemu.bench.record import EpisodeRecord, append_record, drop_truncated_tail, read_records
 from toolemu.bench.run_config import ResolvedRun
+from toolemu.bench.run_info import save_run_info
 from toolemu.envs import ToolEmuEnv
 from toolemu.testcases import Case
 
@@ -57,7 +58,9 @@ class ResultsSink:
 
 def serve_case_stdio(case: Case, run: ResolvedRun, *, out: Path, seed: int = 0,
                      announce: Announce | None = None) -> EpisodeRecord:
-    """Plays one episode of ``case`` for the MCP client on this process's stdin and stdout; returns its record."""
+    """Plays one episode of ``case`` for the MCP client on this process's stdin and stdout; returns its record
+    (the run's description is saved beside ``out``, as bench saves it)."""
+    save_run_info(out, run.run_hash, run.info)
     sink = ResultsSink(out, case, run.run_hash, announce)
     episode = sink.episode(0, run, seed=seed)
     try:
@@ -72,7 +75,9 @@ def serve_case_stdio(case: Case, run: ResolvedRun, *, out: Path, seed: int = 0,
 
 def http_server(case: Case, run: ResolvedRun, *, out: Path, port: int, max_sessions: int, idle_timeout_s: float,
                 seed: int = 0, announce: Announce | None = None) -> McpHttpServer:
-    """The (not yet started) HTTP server of ``case``: each session an episode, appended to ``out`` as it ends."""
+    """The (not yet started) HTTP server of ``case``: each session an episode, appended to ``out`` as it ends
+    (the run's description is saved beside ``out``)."""
+    save_run_info(out, run.run_hash, run.info)
     sink = ResultsSink(out, case, run.run_hash, announce)
     episodes = SessionEpisodes(lambda i: sink.episode(i, run, seed=seed), idle_timeout_s=idle_timeout_s)
     return McpHttpServer(episodes, name=f"toolemu-{case.id}", port=port, max_sessions=max_sessions)
