@@ -16,6 +16,7 @@ from tests.bench.mcp_clients import Call, chat_server, in_process, same_episode
 from tests.prerequisites import needs
 from toolemu.bench import read_records
 from toolemu.bench.run_config import RunConfig
+from toolemu.core.errors import ConfigError
 from toolemu.cli.main import cli
 
 pytestmark = [pytest.mark.enable_socket, needs(modules=["mcp"])]
@@ -119,3 +120,8 @@ def test_bench_external_mcp_agent_runs_on_worker_processes(tmp_path: Path) -> No
                "--workers", "1")
     (record,) = read_records(out)
     assert record.status == "completed" and len(record.trajectory.steps) == 3
+
+
+def test_agent_timeout_without_an_agent_command_is_refused() -> None:
+    with pytest.raises(ConfigError, match="--agent-timeout needs --agent-mcp-command"):
+        RunConfig.of(agent_model="fake:x", emulator_model="fake:e", evaluate="off", agent_timeout_s=5).resolve()

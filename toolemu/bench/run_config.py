@@ -166,6 +166,9 @@ class RunConfig(Frozen):
         return self._resolve(None, external=f"mcp-client:{client}")
 
     def _resolve(self, concurrency: int | None, *, external: str | None) -> ResolvedRun:
+        if self.agent_mcp_command is None and self.agent_timeout_s != DEFAULT_AGENT_TIMEOUT_S:
+            raise ConfigError("--agent-timeout needs --agent-mcp-command (RunConfig.agent_timeout_s bounds an "
+                              "external agent command)")
         if external is not None and (self.agent != DEFAULT_AGENT or self.agent_model or self.agent_variant):
             raise ConfigError("an MCP agent is its own model: drop --agent, --agent-model and --agent-variant "
                               "(RunConfig.agent, agent_model, agent_variant)")

@@ -1,9 +1,10 @@
 """``McpCommandAgent``: an external MCP-speaking agent under ``toolemu bench --agent-mcp-command``.
 
-For each episode the env's MCP server starts on a free loopback port (one session, one episode), and the command
-runs through the shell with the server's URL in ``$TOOLEMU_MCP_URL``, ``{url}`` and ``{instruction}`` in the
-command replaced by the shell-quoted URL and user instruction, and the instruction (UTF-8) on its stdin. The
-command runs on the host, as an in-process agent would: the case's tools, not the agent, are what is sandboxed.
+For each episode the env's MCP server starts on a free loopback port, at an unguessable path (one session, one
+episode), and the command runs through the shell with the server's URL in ``$TOOLEMU_MCP_URL``, ``{url}`` and
+``{instruction}`` in the command replaced by the shell-quoted URL and user instruction, and the instruction
+(UTF-8) on its stdin. The command runs on the host, as an in-process agent would: the case's tools, not the
+agent, are what is sandboxed.
 
 The episode ends at ``final_answer`` (or the step budget), or when the command exits or deletes its session
 (then it is scored as ``truncated``). A command that exits non-zero, is killed, runs past ``timeout_s``, or
@@ -16,6 +17,7 @@ import collections
 import contextlib
 import logging
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -69,7 +71,8 @@ class McpCommandAgent:
             return episode.record
         episodes = SessionEpisodes(lambda _: episode, max_episodes=1, idle_timeout_s=self.timeout_s,
                                    close_envs=False)
-        with McpHttpServer(episodes, name=f"toolemu-{env.case.id}", max_sessions=1) as server:
+        path = f"/mcp/{secrets.token_urlsafe(16)}"
+        with McpHttpServer(episodes, name=f"toolemu-{env.case.id}", max_sessions=1, path=path) as server:
             failure = self._run(command_line(self.command, url=server.url, instruction=episode.instruction),
                                 server.url, episode.instruction, opened=lambda: episodes.opened > 0)
             record = episode.finish(failure)

@@ -166,12 +166,16 @@ class McpHttpServer:
         name: The server's MCP name.
         port: The port (0: a free one, read back in ``url``).
         max_sessions: Sessions open at once; one more is answered HTTP 503 (``Too many open sessions``).
+        path: The endpoint's path (bench gives each episode's server an unguessable one, so no other local
+            process can take its one session).
     """
 
-    def __init__(self, episodes: SessionEpisodes, *, name: str, port: int = 0, max_sessions: int = 8) -> None:
+    def __init__(self, episodes: SessionEpisodes, *, name: str, port: int = 0, max_sessions: int = 8,
+                 path: str = MCP_PATH) -> None:
         self.episodes = episodes
+        self.path = path
         server = build_server(episodes.episode_of, name=name)
-        app = server.streamable_http_app(streamable_http_path=MCP_PATH, max_sessions=max_sessions,
+        app = server.streamable_http_app(streamable_http_path=path, max_sessions=max_sessions,
                                          session_idle_timeout=episodes.idle_timeout_s + 5)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -190,7 +194,7 @@ class McpHttpServer:
     @property
     def url(self) -> str:
         """The MCP endpoint."""
-        return f"http://127.0.0.1:{self.port}{MCP_PATH}"
+        return f"http://127.0.0.1:{self.port}{self.path}"
 
     def _run(self) -> None:
         try:
