@@ -16,8 +16,8 @@ from tests.bench.mcp_clients import Call, chat_server, in_process, same_episode
 from tests.prerequisites import needs
 from toolemu.bench import read_records
 from toolemu.bench.run_config import RunConfig
-from toolemu.core.errors import ConfigError
 from toolemu.cli.main import cli
+from toolemu.core.errors import ConfigError
 
 pytestmark = [pytest.mark.enable_socket, needs(modules=["mcp"])]
 

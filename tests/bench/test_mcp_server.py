@@ -201,3 +201,22 @@ def test_mcp_records_read_in_report_view_and_rescore(tmp_path: Path) -> None:
     (record,) = read_records(out)
     assert again.evaluation is not None and record.evaluation is not None
     assert again.evaluation.rules == record.evaluation.rules
+
+
+def test_mcp_idle_session_is_ended_as_truncated(tmp_path: Path) -> None:
+    async def idle(url: str) -> tuple[bool, str]:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("OnlineBankingGetAccounts", {})
+            await anyio.sleep(3)  # past the idle timeout: the server ends the episode
+            try:
+                await session.call_tool("OnlineBankingGetAccounts", {})
+            except MCPError as e:
+                return True, e.message
+            return False, "answered"
+
+    with chat_server() as chat, _serve(tmp_path, served_run(chat), EMULATED, idle_timeout_s=1).start() as server:
+        refused, message = anyio.run(idle, server.url)
+        (record,) = read_records(tmp_path / "mcp.jsonl")
+    assert record.status == "truncated" and len(record.trajectory.steps) == 1
+    assert refused and "episode has ended" in message  # the session's later call belongs to no episode any more

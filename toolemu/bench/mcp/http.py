@@ -53,6 +53,7 @@ class SessionEpisodes:
         self.idle_timeout_s = idle_timeout_s
         self._episodes: dict[str, McpEpisode] = {}
         self._last: dict[str, float] = {}
+        self._gone: set[str] = set()
         self._opened = 0
         self._lock = threading.Lock()
         self._creating = anyio.Lock()
@@ -77,6 +78,9 @@ class SessionEpisodes:
             raise MCPError(INVALID_REQUEST, "this server plays one episode per MCP session; send the session id "
                            "(the initialize handshake gives one)")
         with self._lock:
+            if sid in self._gone:
+                raise MCPError(INVALID_REQUEST, "this session's episode has ended (the session was closed or idle "
+                               "too long); open a new session for a new episode")
             episode = self._episodes.get(sid)
             self._last[sid] = time.monotonic()
         if episode is not None:
@@ -107,6 +111,7 @@ class SessionEpisodes:
         with self._lock:
             episode = self._episodes.pop(sid, None)
             self._last.pop(sid, None)
+            self._gone.add(sid)
         if episode is not None:
             _close(episode, env=self._close_envs)
             with self._lock:
