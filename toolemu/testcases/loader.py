@@ -241,7 +241,7 @@ def _builtin() -> dict[str, Case]:
 
 
 def builtin_case_ids() -> list[str]:
-    """Returns the ids of the built-in cases (``data/emulated``, ``data/mcp``, ``data/real``, ``data/social``), sorted."""
+    """Returns the ids of the built-in cases (``data/emulated``, ``mcp``, ``real``, ``social``), sorted."""
     return sorted(_builtin())
 
 

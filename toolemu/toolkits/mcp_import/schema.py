@@ -273,7 +273,8 @@ def _field(name: str, sub: object, scope: SchemaScope, at: str, notes: Notes) ->
     types = schema_types(schema, scope, f"{at}.{name}")
     type_ = _one_type(types, name, scope, notes)
     main = _principal(schema, type_, scope, f"{at}.{name}")
-    return type_, _described(schema, _extras(main, types, type_, scope), scope, f"{at}.{name}")
+    described = schema if isinstance(schema.get("description"), str) else main  # Optional[Model]: the model's
+    return type_, _described(described, _extras(main, types, type_, scope), scope, f"{at}.{name}")
 
 
 def input_parameters(schema: object, scope: SchemaScope, notes: Notes) -> tuple[ParamSpec, ...]:
