@@ -9,7 +9,7 @@ import click
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import write_new, write_replace
-from toolemu.toolkits.mcp_import import fetch_tools_list, read_tools_list, toolkit_from_tools_list
+from toolemu.toolkits.mcp_import import check_toolkit_name, fetch_tools_list, read_tools_list, toolkit_from_tools_list
 from toolemu.toolkits.spec_loader import dump_toolkit_spec
 
 
@@ -35,6 +35,7 @@ def import_mcp_cmd(from_json: Path | None, command: str | None, name: str, out_d
     """Write an emulated toolkit spec from an MCP server's tools/list (a file, or a live server)."""
     if (from_json is None) == (command is None):
         raise ConfigError("import-mcp: give exactly one of --from-json FILE or --command \"<server command>\"")
+    check_toolkit_name(name)  # before any server is started
     if from_json is not None:
         data, source, human = read_tools_list(from_json), str(from_json), ""
     else:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from toolemu.core.errors import CaseError
+from toolemu.core.errors import CaseError, ConfigError
 from toolemu.core.toolkit_check import check_toolkit
 from toolemu.core.types import ExceptionSpec, ToolkitSpec, ToolSpec
 from toolemu.core.untrusted import parse_json, read_text
@@ -59,6 +59,16 @@ def read_tools_list(path: str | Path) -> object:
     """
     text = read_text(path, what="MCP tools/list result", limit=MAX_TOOLS_LIST_BYTES)
     return parse_json(text, str(path))
+
+
+def check_toolkit_name(name: str) -> None:
+    """Checks a toolkit name for an import (it prefixes every model-facing tool name).
+
+    Raises:
+        ConfigError: ``name`` is not letters, digits or ``_`` starting with a letter.
+    """
+    if not _NAME_RE.match(name):
+        raise ConfigError(f"--name {name!r}: must be letters, digits or _ and start with a letter (e.g. McpFiles)")
 
 
 def _tools_of(data: object, source: str, notes: Notes) -> list[object]:
@@ -201,10 +211,10 @@ def toolkit_from_tools_list(
         The spec and the import's notes.
 
     Raises:
+        ConfigError: ``name`` is not a valid toolkit name.
         CaseError: One line naming the source, the tool and the field that is malformed or over a limit.
     """
-    if not _NAME_RE.match(name):
-        raise CaseError(f"--name {name!r}: must be letters, digits or _ and start with a letter (e.g. McpFiles)")
+    check_toolkit_name(name)
     notes = Notes()
     tools = _tools_of(data, source, notes)
     named = [_tool(raw, i, source, notes) for i, raw in enumerate(tools)]
