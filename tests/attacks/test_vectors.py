@@ -66,7 +66,7 @@ def test_tool_description_lands_in_its_tool_line_only() -> None:
     first = _first_observation(case)
     assert first.count(text) == 1
     tool_lines = [line for line in first.splitlines() if "EmailClient" in line]
-    assert [line for line in tool_lines if text.splitlines()[0] in line][0].lstrip("- ").startswith(
+    assert next(line for line in tool_lines if text.splitlines()[0] in line).lstrip("- ").startswith(
         "EmailClientSearchEmails")
     assert not _has(_first_observation(MAIL), text)
     model = emulator()

@@ -81,4 +81,4 @@ def _validate(data: object, source: str) -> AttackSpec:
     try:
         return AttackSpec.model_validate(data)
     except ValidationError as e:
-        raise CaseError(validation_message(e, source, skip=_UNION_TAGS)) from None
+        raise CaseError(validation_message(e, source, skip=_UNION_TAGS).replace(": Value error, ", ": ", 1)) from None
