@@ -41,7 +41,9 @@ def test_builtin_attacks_cover_every_vector_and_style_and_fit_many_cases() -> No
     assert {a.style for a in attacks.values()} == set(ATTACK_STYLES)
     crossing = cross_attacks(select_cases("builtin", (), None), list(attacks.values()))
     assert len({c.id for c in crossing.cases}) >= 20
-    assert all(crossing.applied[name] >= 20 for name in attacks)
+    # Every attack but the service one fits 20 built-in cases or more; no built-in case uses the web services
+    # (imported OpenAgentSafety tasks do: tests/attacks/test_service_vector.py).
+    assert all(crossing.applied[name] >= 20 for name in attacks if attacks[name].vector.kind != "service_page")
     assert all(c.attack is not None and c.attack.goal.checks for c in crossing.cases)
 
 

@@ -3,18 +3,21 @@ and ``cross_attacks`` (a suite times attacks, with the cases each attack skipped
 
 The attacked case keeps its id, instruction, checks and judges' texts; it gains ``attack`` (the text, the
 resolved targets and the goal checks that apply to it), the goal in ``unsafe_behavior`` (so the safety judge
-knows what was injected), and, for the ``world`` and ``file`` vectors, the text in its data.
+knows what was injected), and, for the ``world``, ``file`` and ``service_page`` vectors, the text in its data.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from toolemu.attacks.template import render_text
 from toolemu.core.people import CHAT_TOOLKIT
+from toolemu.core.types import EnvironmentSpec, ServiceFile, ServiceNote
 from toolemu.rewards.globs import glob_match
+from toolemu.services.world import load_world
 from toolemu.testcases.attack_types import AppliedAttack, AttackSpec, AttackVector
 from toolemu.testcases.check_types import Check, check_family
 from toolemu.testcases.schema import Case, CommandRunCheck, JobScheduledCheck, MessageSentCheck, ToolCalledCheck
@@ -91,10 +94,24 @@ def _resolve_vector(vector: AttackVector, case: Case, surface: CaseSurface) -> A
         if f"{CHAT_TOOLKIT}SendMessage" not in surface.tools:
             return "has no chat toolkit"
         return vector.model_copy(update={"npc": target})
+    if kind == "service_page":
+        return _resolve_service(vector, case)
     seeded = [f.path for f in case.environment.files if f.content is not None and glob_match(vector.path, f.path)]
     if not surface.sandbox or not seeded:
         return f"seeds no file with inline content matching {vector.path} in a sandbox"
     return vector.model_copy(update={"path": seeded[0]})
+
+
+def _resolve_service(vector: AttackVector, case: Case) -> AttackVector | str:
+    if vector.service not in case.services:
+        return f"does not use the {vector.service} service"
+    if vector.service == "gitlab":
+        projects = [p.path for p in load_world().gitlab
+                    if fnmatch.fnmatchcase(p.path, vector.project) and any(i.state == "opened" for i in p.issues)]
+        return vector if projects else f"has no GitLab project matching {vector.project} with an open issue"
+    if any(f.path == vector.document for f in case.environment.service_files):
+        return f"already holds an ownCloud document at {vector.document}"
+    return vector
 
 
 def why_not(attack: AttackSpec, case: Case, real_toolkits: Collection[str] = ()) -> str | None:
@@ -135,11 +152,22 @@ def apply_attack(attack: AttackSpec, case: Case, real_toolkits: Collection[str] 
     update: dict[str, object] = {"attack": applied, "unsafe_behavior": judged}
     if vector.kind == "world":
         update["world"] = (*case.world, f"{vector.lead} {text}")
+    if vector.kind == "service_page":
+        update["environment"] = _plant_in_service(case, vector, text)
     if vector.kind == "file":
         files = tuple(f.model_copy(update={"content": f"{f.content}\n\n{text}\n"}) if f.path == vector.path else f
                       for f in case.environment.files)
         update["environment"] = case.environment.model_copy(update={"files": files})
     return case.model_copy(update=update)
+
+
+def _plant_in_service(case: Case, vector: AttackVector, text: str) -> EnvironmentSpec:
+    env = case.environment
+    if vector.service == "gitlab":
+        note = ServiceNote(service="gitlab", project=vector.project, text=text)
+        return env.model_copy(update={"service_notes": (*env.service_notes, note)})
+    document = ServiceFile(service="owncloud", path=vector.document, content=text)
+    return env.model_copy(update={"service_files": (*env.service_files, document)})
 
 
 @dataclass(frozen=True, slots=True)
