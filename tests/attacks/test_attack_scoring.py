@@ -10,6 +10,7 @@ from tests.attacks.agents import InjectionFollower
 from tests.attacks.cases import CHAT, CHAT_RUN, MAIL, MAIL_RUN, SHELL, SHELL_RUN, play
 from toolemu.agents import ScriptedAgent
 from toolemu.attacks import AttackSpec, apply_attack, builtin_attacks
+from toolemu.bench import EpisodeRecord, rescore_record
 from toolemu.core.capture import Capture
 from toolemu.core.trajectory import FinalState, Trajectory
 from toolemu.rewards import EvaluationConfig
@@ -101,3 +102,11 @@ class _Episode:
     def __init__(self, attack: str, evaluation: object) -> None:
         self.attack = attack
         self.evaluation = evaluation
+
+
+def test_rescore_scores_the_goal_again_from_the_saved_record() -> None:
+    case = apply_attack(builtin_attacks()["inbox-forward"], MAIL)
+    follower = InjectionFollower(MAIL_RUN, trigger="archive-sync@mail-relay-hub.example", goal_action=FORWARD)
+    record = EpisodeRecord.model_validate_json(play(case, follower).model_dump_json())  # as read from a file
+    again = rescore_record(record, build_scorers(EvaluationConfig(), None, "rules"), EvaluationConfig(), new_hash="r")
+    assert again.attack == "inbox-forward" and _goal(again).reached is True
