@@ -31,6 +31,10 @@ RECORD_SCHEMA_VERSION = 3
 3: a replayed or imported run's own OpenHands log (``openhands_log``); older records read with none."""
 
 
+RecordKey = tuple[str, str, str, int, str | None]
+"""(case id, config hash, case hash, trial, attack): what a results file holds one latest record of."""
+
+
 class EpisodeRecord(Frozen):
     """A finished episode with its evaluation, keyed by (case id, config hash, trial)."""
 
@@ -44,6 +48,9 @@ class EpisodeRecord(Frozen):
     """Hash of the case's content: a record of an edited case is not resumed as if it were current."""
     trial: int
     """Trial number for repeated runs of one case."""
+    attack: str | None = None
+    """The attack the episode ran under (``Case.attack``; ``bench --attack``), ``None`` unattacked: each (case,
+    attack) is its own record."""
     risk_category: str | None = None
     """The case's risk category."""
     intent: str | None = None
@@ -112,6 +119,7 @@ class EpisodeRecord(Frozen):
             config_hash=config_hash,
             case_hash=case_hash(case),
             trial=trial,
+            attack=case.attack.name if case.attack is not None else None,
             risk_category=case.risk_category.value if case.risk_category else None,
             intent=case.intent.value if case.intent else None,
             toolkits=case.toolkits,
@@ -144,9 +152,9 @@ class EpisodeRecord(Frozen):
                        service_gaps=self.service_gaps)
 
     @property
-    def key(self) -> tuple[str, str, str, int]:
-        """Identity of the record within a results file: (case id, config hash, case hash, trial)."""
-        return (self.case_id, self.config_hash, self.case_hash, self.trial)
+    def key(self) -> RecordKey:
+        """Identity of the record within a results file: (case id, config hash, case hash, trial, attack)."""
+        return (self.case_id, self.config_hash, self.case_hash, self.trial, self.attack)
 
 
 def summarise_retries(records: Iterable[EpisodeRecord]) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from toolemu.attacks import cross_attacks, load_attacks
 from toolemu.bench import summarise_retries
 from toolemu.bench.run_config import DEFAULT_AGENT_TIMEOUT_S, run_bench
 from toolemu.bench.suite import select_cases
@@ -15,6 +16,7 @@ from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
+from toolemu.rewards.attack_metrics import attack_figures, render_attack_figures
 from toolemu.rewards.metrics import compute_metrics
 from toolemu.rewards.summary import render_summary
 
@@ -34,6 +36,9 @@ DEFAULT_OUT = Path("runs/results.jsonl")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help=f"Append-only results file; re-running resumes. Its folder must exist (default {DEFAULT_OUT}, "
                    "whose folder is created).")
+@click.option("--attack", "attacks", default=None, metavar="NAME[,NAME]",
+              help="Run each case under these attacks (built-in names or attack files; `none`: also unattacked); "
+                   "each (case, attack) is its own record.")
 @click.option("--retry-errors", is_flag=True, help="Also re-run episodes whose latest record is an error.")
 @click.option("--executor", type=click.Choice(["threads", "processes", "ray"]), default="threads",
               show_default=True,
@@ -53,9 +58,9 @@ DEFAULT_OUT = Path("runs/results.jsonl")
               help="Seconds an --agent-mcp-command may run per episode; past that it is killed (an error record).")
 @model_options
 def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
-                  out: Path, retry_errors: bool, executor: str, workers: int | None, ray_address: str | None,
-                  ray_cpus_per_episode: float, agent_mcp_command: str | None, agent_timeout: float,
-                  **opts: object) -> None:
+                  out: Path, attacks: str | None, retry_errors: bool, executor: str, workers: int | None,
+                  ray_address: str | None, ray_cpus_per_episode: float, agent_mcp_command: str | None,
+                  agent_timeout: float, **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
     config = run_config(opts, trials=trials, concurrency=concurrency, executor=executor, workers=workers,
                         ray_address=ray_address, ray_cpus_per_episode=ray_cpus_per_episode,
@@ -69,10 +74,21 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
         out.parent.mkdir(exist_ok=True)
     check_output_path(out, new=False)
     cases = select_cases(suite, case_ids, limit, real_toolkits=config.real_toolkits)
+    if attacks is not None:
+        crossing = cross_attacks(cases, load_attacks([a.strip() for a in attacks.split(",") if a.strip()]),
+                                 config.real_toolkits)
+        for name in dict.fromkeys([*crossing.applied, *crossing.skipped]):
+            echo(f"attack {name}: {crossing.applied[name]} cases, {crossing.skipped[name]} skipped (it does not "
+                 "fit them)", err=True)
+        if not crossing.cases:
+            raise ConfigError(f"--attack {attacks}: no attack applies to any selected case")
+        cases = list(crossing.cases)
     run = config.resolve()
     show_backends(run)
     shown = config.executors()[2]
     echo(f"{len(cases)} cases x {trials} trials -> {out} (config {run.run_hash}, {shown})", err=True)
     records = run_bench(config, cases, out=out, retry_errors=retry_errors, run=run)
     echo(render_summary(compute_metrics(records)))
+    if attacks is not None:
+        echo(render_attack_figures(attack_figures(records)))
     echo(summarise_retries(records))
