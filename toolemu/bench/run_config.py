@@ -5,8 +5,8 @@ its options into one.
 ``RunConfig.resolve()`` builds the models once and returns a ``ResolvedRun``: the env config, the agent
 factory, the config hash and the run description saved beside the results (``RunInfo``). The hash covers what
 shapes an episode or its scores (models by name, agent and prompt version, env, emulator and scorer versions,
-evaluate mode, emulator mode, real toolkits, step budget), never where or how fast it runs (endpoint, key,
-cache, executor, concurrency, trials, seed).
+evaluate mode, emulator mode, real toolkits, step budget, the defense with its version and model), never where
+or how fast it runs (endpoint, key, cache, executor, concurrency, trials, seed).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field, ValidationError
 
 from toolemu.agents import Agent, make_agent
+from toolemu.agents.defenses import NO_DEFENSE, DefenseMaker, DefenseSetup, defend, defense_needs_model, prepare_defense
 from toolemu.agents.registry import agent_variants
 from toolemu.bench.process_executor import ProcessOptions, default_workers
 from toolemu.bench.ray_options import RayOptions
@@ -96,6 +97,13 @@ class RunConfig(Frozen):
     """Ray cluster for the ``ray`` executor (default ``$RAY_ADDRESS``, else a local instance)."""
     ray_cpus_per_episode: float = Field(default=1.0, ge=0.01)
     """CPUs Ray reserves per episode task."""
+    defense: str | None = None
+    """The defense the agent runs behind, by registered name (``toolemu.agents.defenses.DEFENSES``); ``None`` (or
+    ``none``): no defense."""
+    defense_model: str | None = None
+    """The defense's model (tool filter, detector); ``None``: the agent's model."""
+    guard_policy: Path | None = None
+    """The trained guard policy (``.zip``) the ``guard`` defense loads; its content is part of the hash."""
 
     @classmethod
     def of(cls, **fields: object) -> RunConfig:
@@ -154,6 +162,16 @@ class RunConfig(Frozen):
         evaluation = self.evaluation()
         agent = resolve(self.agent_model)
         probe = make_agent(self.agent, agent, variant)  # fails here on a bad agent or variant, before any episode
+        defense = self.defense if self.defense != NO_DEFENSE else None
+        maker: DefenseMaker | None = None
+        defended: dict[str, object] | None = None
+        if defense is not None:  # fails here too: an unknown defense, a guard policy that does not load
+            model = None
+            if defense_needs_model(defense):
+                model = resolve(self.defense_model) if self.defense_model else agent
+            maker = prepare_defense(defense, DefenseSetup(model=model, policy=self.guard_policy,
+                                                          max_steps=self.max_steps))
+            defended = {"name": defense, "version": maker().version, "model": model.name if model else None}
         emulator = resolve(self.emulator_model)
         judge = resolve(self.judge_model) if judge_needed(self.mode, evaluation) else None
         npc = resolve(self.npc_model) if self.npc_model else emulator  # one default model, loaded once
@@ -161,18 +179,20 @@ class RunConfig(Frozen):
                                emulator_mode=self.emulator_mode, evaluation=evaluation,
                                real_toolkits=self.real_toolkits, max_steps=self.max_steps)
         description = self.describe(agent=agent, agent_version=getattr(probe, "version", self.agent),
-                                    emulator=emulator, judge=judge, npc=npc if self.npc_model else None)
+                                    emulator=emulator, judge=judge, npc=npc if self.npc_model else None,
+                                    defense=defended)
         info = RunInfo(agent=agent.name, variant=variant, judge=judge.name if judge is not None else None,
-                       description=json.loads(json.dumps(description, default=str)))
+                       description=json.loads(json.dumps(description, default=str)), defense=defense)
         backends = (("agent", agent), ("emulator", emulator), ("npcs", npc), ("judges", judge))
         return ResolvedRun(agent_model=agent, agent=self.agent, variant=variant, env_config=env_config,
                            run_hash=config_hash(description), info=info,
                            backends=tuple((role, describe_model(m) if m is not None else "none (rule checks only)")
-                                          for role, m in backends))
+                                          for role, m in backends), defense=defense, defense_maker=maker)
 
     def describe(self, *, agent: ChatModel, agent_version: str, emulator: ChatModel, judge: ChatModel | None,
-                 npc: ChatModel | None) -> dict[str, object]:
-        """What the config hash is taken of, from the resolved models (``npc`` only when named apart)."""
+                 npc: ChatModel | None, defense: dict[str, object] | None = None) -> dict[str, object]:
+        """What the config hash is taken of, from the resolved models (``npc`` only when named apart; ``defense``:
+        its name, version and model, when there is one)."""
         mode = self.mode
         versions = {"env": ENV_VERSION, "emulator": EMULATOR_VERSION, "evaluation": EVALUATION_VERSION,
                     "agent": agent_version}
@@ -195,6 +215,7 @@ class RunConfig(Frozen):
             **({"npc": npc.name} if npc is not None else {}),
             **({"agent_kind": self.agent} if self.agent != DEFAULT_AGENT else {}),
             **({"scorers": list(self.scorers)} if self.scorers else {}),
+            **({"defense": defense} if defense is not None else {}),
         }
 
     def executors(self) -> tuple[RayOptions | None, ProcessOptions | None, str]:
@@ -228,10 +249,15 @@ class ResolvedRun(NamedTuple):
     """What ``run_hash`` stands for, saved beside the results file for reports."""
     backends: tuple[tuple[str, str], ...]
     """(role, backend in words) of each model, for the CLI to show."""
+    defense: str | None = None
+    """The defense's registered name, ``None`` for none."""
+    defense_maker: DefenseMaker | None = None
+    """Makes the defense of one episode."""
 
     def make_agent(self) -> Agent:
-        """A fresh agent for one episode."""
-        return make_agent(self.agent, self.agent_model, self.variant)
+        """A fresh agent for one episode (behind a fresh defense, when the run has one)."""
+        agent = make_agent(self.agent, self.agent_model, self.variant)
+        return defend(agent, self.defense_maker()) if self.defense_maker is not None else agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,4 +300,4 @@ def run_bench(config: RunConfig, cases: Sequence[Case], *, out: Path, retry_erro
     save_run_info(out, run.run_hash, run.info)
     return run_suite(cases, run.make_agent, run.env_config, run_hash=run.run_hash, out=out, trials=config.trials,
                      concurrency=config.concurrency, seed=config.seed, progress=progress, retry_errors=retry_errors,
-                     ray=ray, processes=processes)
+                     ray=ray, processes=processes, defense=run.defense)

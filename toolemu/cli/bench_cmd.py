@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from toolemu.agents.defenses import DEFENSES, NO_DEFENSE
 from toolemu.bench import summarise_retries
 from toolemu.bench.run_config import run_bench
 from toolemu.bench.suite import select_cases
@@ -45,13 +46,22 @@ DEFAULT_OUT = Path("runs/results.jsonl")
               help="Ray cluster to run on (ray://head:10001, auto); default $RAY_ADDRESS, else a local instance.")
 @click.option("--ray-cpus-per-episode", type=click.FloatRange(min=0.01), default=1.0, show_default=True,
               help="CPUs Ray reserves per episode task (below 1 packs model-bound episodes onto a CPU).")
+@click.option("--defense", "defenses", multiple=True,
+              help="Run the agent behind this defense (repeatable or comma-separated; each is its own run, `none` "
+                   f"for none): {', '.join([NO_DEFENSE, *DEFENSES])}. See README, Defenses.")
+@click.option("--defense-model", default=None, help="Model spec of the tool filter and the detector (default: the "
+              "agent's model).")
+@click.option("--guard-policy", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The trained guard policy (.zip from `toolemu train guard`) for --defense guard.")
 @model_options
 def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, trials: int, concurrency: int,
                   out: Path, retry_errors: bool, executor: str, workers: int | None, ray_address: str | None,
-                  ray_cpus_per_episode: float, **opts: object) -> None:
+                  ray_cpus_per_episode: float, defenses: tuple[str, ...], defense_model: str | None,
+                  guard_policy: Path | None, **opts: object) -> None:
     """Run an agent over a suite and print safety and helpfulness metrics with confidence intervals."""
     config = run_config(opts, trials=trials, concurrency=concurrency, executor=executor, workers=workers,
-                        ray_address=ray_address, ray_cpus_per_episode=ray_cpus_per_episode)
+                        ray_address=ray_address, ray_cpus_per_episode=ray_cpus_per_episode,
+                        defense_model=defense_model, guard_policy=guard_policy)
     try:
         config.check_executor()
     except ConfigError as e:
@@ -61,10 +71,14 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
         out.parent.mkdir(exist_ok=True)
     check_output_path(out, new=False)
     cases = select_cases(suite, case_ids, limit, real_toolkits=config.real_toolkits)
-    run = config.resolve()
-    show_backends(run)
-    shown = config.executors()[2]
-    echo(f"{len(cases)} cases x {trials} trials -> {out} (config {run.run_hash}, {shown})", err=True)
-    records = run_bench(config, cases, out=out, retry_errors=retry_errors, run=run)
-    echo(render_summary(compute_metrics(records)))
-    echo(summarise_retries(records))
+    names: list[str | None] = [n.strip() for d in defenses for n in d.split(",") if n.strip()] or [None]
+    runs = [config.model_copy(update={"defense": name}) for name in dict.fromkeys(names)]
+    resolved = [c.resolve() for c in runs]  # every defense is checked (and its policy loaded) before any episode
+    for run_cfg, run in zip(runs, resolved, strict=True):
+        show_backends(run)
+        shown = run_cfg.executors()[2]
+        defended = f", defense {run.defense}" if run.defense else ""
+        echo(f"{len(cases)} cases x {trials} trials -> {out} (config {run.run_hash}{defended}, {shown})", err=True)
+        records = run_bench(run_cfg, cases, out=out, retry_errors=retry_errors, run=run)
+        echo(render_summary(compute_metrics(records)))
+        echo(summarise_retries(records))

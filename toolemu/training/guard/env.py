@@ -65,7 +65,7 @@ def describe_action(action: str) -> str:
     """A short description of a candidate for the confirmation question.
 
     Examples:
-        >>> describe_action('Action: Search\nAction Input: {"q": "x"}')
+        >>> describe_action('Action: Search\\nAction Input: {"q": "x"}')
         'call Search with {"q": "x"}'
     """
     try:
