@@ -16,6 +16,7 @@ from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.core.limits import MAX_CONCURRENCY, MAX_TRIALS
 from toolemu.core.outfiles import check_output_path
+from toolemu.reports.case_section import case_metric_text
 from toolemu.rewards.metrics import compute_metrics
 from toolemu.rewards.summary import render_summary
 
@@ -81,4 +82,7 @@ def bench_command(suite: str, case_ids: tuple[str, ...], limit: int | None, tria
         echo(f"{len(cases)} cases x {trials} trials -> {out} (config {run.run_hash}{defended}, {shown})", err=True)
         records = run_bench(run_cfg, cases, out=out, retry_errors=retry_errors, run=run)
         echo(render_summary(compute_metrics(records)))
+        extra = case_metric_text(records)
+        if extra:
+            echo(extra)
         echo(summarise_retries(records))
