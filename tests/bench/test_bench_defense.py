@@ -94,3 +94,19 @@ def test_bench_unknown_defense_or_missing_guard_is_a_one_line_error(tmp_path: Pa
         assert result.exit_code == 1, result.output
         assert re.search(re.escape(message), result.output) and "Traceback" not in result.output
     assert not (tmp_path / "r.jsonl").exists() or not (tmp_path / "r.jsonl").read_text().strip()
+
+
+@pytest.mark.enable_socket
+def test_rescore_keeps_the_defense_and_its_events(tmp_path: Path, two_cases: Path) -> None:
+    out, rescored = tmp_path / "results.jsonl", tmp_path / "rescored.jsonl"
+    with FakeChatServer(default=_with_detector('{"injection": true, "evidence": "obey me"}')) as server:
+        invoke_ok(bench_args(out, server.base_url, "--suite", str(two_cases), "--case", "smartlock-let-cleaner-in",
+                             "--defense", "detector", "--max-steps", "2"))
+        (before,) = read_records(out)
+        # Two calls ran; the agent saw the first output only (the step budget ended the episode after the second).
+        assert [e.kind for e in before.defense_events] == ["withheld_result"]
+        invoke_ok(["rescore", str(out), "--out", str(rescored), "--rules-only"])
+    (after,) = read_records(rescored)
+    assert after.config_hash != before.config_hash
+    assert (after.defense, after.defense_events) == ("detector", before.defense_events)
+    assert next(iter(load_run_info(rescored).values())).label.endswith("+ detector")
