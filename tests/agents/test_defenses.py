@@ -211,3 +211,14 @@ def test_defenses_that_need_a_model_say_so_at_setup() -> None:
 def test_guard_without_a_policy_fails_at_setup() -> None:
     with pytest.raises(ConfigError, match=re.escape("defense `guard` needs a trained guard policy")):
         prepare_defense("guard", DefenseSetup())
+
+
+def test_a_defended_agent_reused_for_a_second_episode_starts_afresh() -> None:
+    chooser = FakeLLM(['{"tools": []}', '{"tools": ["SmartLockSetLocked"]}'])
+    agent = DefendedAgent(ScriptedAgent([UNLOCK, DONE]), ToolFilter(chooser))
+    config = EnvConfig(emulator_model=world_model(emulator=_emulator), evaluate="off")
+    first = run_episode(ToolEmuEnv(load_case(CASE), config), agent)
+    second = run_episode(ToolEmuEnv(load_case(CASE), config), agent)
+    assert [e.kind for e in first.defense_events] == ["blocked_call"]
+    assert second.defense_events == ()  # a new selection, and no events carried over
+    assert len(chooser.requests) == 2

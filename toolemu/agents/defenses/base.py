@@ -117,8 +117,8 @@ class PassThrough:
                                          detail=line if len(line) <= 300 else line[:299] + "…"))
 
     def start(self, start: EpisodeStart) -> str:
-        """The first observation unchanged."""
-        self.episode = start
+        """The first observation unchanged (and a new episode's events)."""
+        self.episode, self._events = start, []
         return start.observation
 
     def observe(self, call: ToolCall | None, observation: str, turn: int) -> str:
