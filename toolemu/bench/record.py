@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from toolemu.agents.defenses import DefenseEvent
 from toolemu.core import safefs
 from toolemu.core.capture import Capture, CapturedCheck, ServiceGap
 from toolemu.core.errors import ConfigError
@@ -87,6 +88,10 @@ class EpisodeRecord(Frozen):
     llm_retries: dict[str, int] = Field(default_factory=dict)
     """Model calls retried during the episode, by reason (``HTTP 429``, ``timeout``, ``malformed body``...):
     transient failures that a later attempt got past. A call that failed for good ends the episode in error."""
+    defense: str | None = None
+    """The defense the agent ran behind (``bench --defense``), ``None`` for none; part of the config hash."""
+    defense_events: tuple[DefenseEvent, ...] = ()
+    """What the defense did: calls it blocked, outputs it withheld, the guard's answers in the agent's place."""
 
     @classmethod
     def for_case(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 from toolemu.agents import Agent
+from toolemu.agents.defenses import DefendedAgent
 from toolemu.bench.record import EpisodeRecord
 from toolemu.core.capture import Capture
 from toolemu.core.errors import ANY_EXPECTED_FAULT, HOSTILE_INPUT_FAULTS, CaseError, EnvStateError, InfraError
@@ -130,8 +131,11 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
                 on_step(info, time.perf_counter() - step_start)
             if terminated or truncated:
                 break
-    return record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start,
-                            llm_retries=dict(retries))
+    record = record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start,
+                              llm_retries=dict(retries))
+    if isinstance(agent, DefendedAgent):
+        record = record.model_copy(update={"defense": agent.defense_name, "defense_events": agent.defense_events})
+    return record
 
 
 def reset_error_record(env: ToolEmuEnv, error: InfraError | CaseError, *, config_hash: str, trial: int,

@@ -5,8 +5,8 @@ its options into one.
 ``RunConfig.resolve()`` builds the models once and returns a ``ResolvedRun``: the env config, the agent
 factory, the config hash and the run description saved beside the results (``RunInfo``). The hash covers what
 shapes an episode or its scores (models by name, agent and prompt version, env, emulator and scorer versions,
-evaluate mode, emulator mode, real toolkits, step budget), never where or how fast it runs (endpoint, key,
-cache, executor, concurrency, trials, seed).
+evaluate mode, emulator mode, real toolkits, step budget, the defense with its version and model), never where
+or how fast it runs (endpoint, key, cache, executor, concurrency, trials, seed).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Literal, NamedTuple
 from pydantic import Field, ValidationError
 
 from toolemu.agents import Agent, make_agent
+from toolemu.agents.defenses import NO_DEFENSE, DefenseMaker, DefenseSetup, defend, defense_needs_model, prepare_defense
 from toolemu.agents.registry import agent_variants
 from toolemu.bench.mcp.tools import MCP_SERVER_VERSION
 from toolemu.bench.process_executor import ProcessOptions, default_workers
@@ -104,6 +105,13 @@ class RunConfig(Frozen):
     (``toolemu.bench.mcp.agent_command``; part of the hash)."""
     agent_timeout_s: float = Field(default=DEFAULT_AGENT_TIMEOUT_S, gt=0)
     """Wall-clock bound on one episode of ``agent_mcp_command`` (not part of the hash)."""
+    defense: str | None = None
+    """The defense the agent runs behind, by registered name (``toolemu.agents.defenses.DEFENSES``); ``None`` (or
+    ``none``): no defense."""
+    defense_model: str | None = None
+    """The defense's model (tool filter, detector); ``None``: the agent's model."""
+    guard_policy: Path | None = None
+    """The trained guard policy (``.zip``) the ``guard`` defense loads; its content is part of the hash."""
 
     @classmethod
     def of(cls, **fields: object) -> RunConfig:
@@ -183,6 +191,19 @@ class RunConfig(Frozen):
         agent = resolve(self.agent_model) if external is None else None
         # Fails here on a bad agent or variant, before any episode.
         version = getattr(make_agent(self.agent, agent, variant), "version", self.agent) if agent is not None else ""
+        defense = self.defense if self.defense != NO_DEFENSE else None
+        if defense is not None and external is not None:
+            raise ConfigError(f"--defense {defense} wraps an agent in this process; an MCP agent outside it "
+                              "(--agent-mcp-command, toolemu mcp) cannot run behind one")
+        maker: DefenseMaker | None = None
+        defended: dict[str, object] | None = None
+        if defense is not None and agent is not None:  # fails here too: an unknown defense, a policy that won't load
+            model = None
+            if defense_needs_model(defense):
+                model = resolve(self.defense_model) if self.defense_model else agent
+            maker = prepare_defense(defense, DefenseSetup(model=model, policy=self.guard_policy,
+                                                          max_steps=self.max_steps))
+            defended = {"name": defense, "version": maker().version, "model": model.name if model else None}
         emulator = resolve(self.emulator_model)
         judge = resolve(self.judge_model) if judge_needed(self.mode, evaluation) else None
         npc = resolve(self.npc_model) if self.npc_model else emulator  # one default model, loaded once
@@ -190,22 +211,25 @@ class RunConfig(Frozen):
                                emulator_mode=self.emulator_mode, evaluation=evaluation,
                                real_toolkits=self.real_toolkits, max_steps=self.max_steps)
         description = self.describe(agent=agent if agent is not None else str(external), agent_version=version,
-                                    emulator=emulator, judge=judge, npc=npc if self.npc_model else None)
+                                    emulator=emulator, judge=judge, npc=npc if self.npc_model else None,
+                                    defense=defended)
         info = RunInfo(agent=agent.name if agent is not None else str(external), variant=variant,
                        judge=judge.name if judge is not None else None,
-                       description=json.loads(json.dumps(description, default=str)))
+                       description=json.loads(json.dumps(description, default=str)), defense=defense)
         models = (("emulator", emulator), ("npcs", npc), ("judges", judge))
         shown = [(role, describe_model(m) if m is not None else "none (rule checks only)") for role, m in models]
         outside = f"an MCP agent outside this process ({external})"
         return ResolvedRun(agent_model=agent, agent=self.agent, variant=variant, env_config=env_config,
                            run_hash=config_hash(description), info=info,
                            backends=(("agent", describe_model(agent) if agent is not None else outside), *shown),
-                           agent_command=self.agent_mcp_command, agent_timeout_s=self.agent_timeout_s)
+                           agent_command=self.agent_mcp_command, agent_timeout_s=self.agent_timeout_s,
+                           defense=defense, defense_maker=maker)
 
     def describe(self, *, agent: ChatModel | str, agent_version: str, emulator: ChatModel, judge: ChatModel | None,
-                 npc: ChatModel | None) -> dict[str, object]:
+                 npc: ChatModel | None, defense: dict[str, object] | None = None) -> dict[str, object]:
         """What the config hash is taken of, from the resolved models (``npc`` only when named apart; ``agent``
-        as a string: an MCP agent outside this process, ``mcp-command:<command>`` or ``mcp-client:<name>``)."""
+        as a string: an MCP agent outside this process, ``mcp-command:<command>`` or ``mcp-client:<name>``;
+        ``defense``: its name, version and model, when there is one)."""
         mode = self.mode
         versions = {"env": ENV_VERSION, "emulator": EMULATOR_VERSION, "evaluation": EVALUATION_VERSION,
                     "agent": agent_version}
@@ -230,6 +254,7 @@ class RunConfig(Frozen):
             **({"npc": npc.name} if npc is not None else {}),
             **({"agent_kind": self.agent} if self.agent != DEFAULT_AGENT else {}),
             **({"scorers": list(self.scorers)} if self.scorers else {}),
+            **({"defense": defense} if defense is not None else {}),
         }
 
     def executors(self) -> tuple[RayOptions | None, ProcessOptions | None, str]:
@@ -268,9 +293,13 @@ class ResolvedRun(NamedTuple):
     """The external MCP agent's command (``RunConfig.agent_mcp_command``)."""
     agent_timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
     """Its wall-clock bound per episode."""
+    defense: str | None = None
+    """The defense's registered name, ``None`` for none."""
+    defense_maker: DefenseMaker | None = None
+    """Makes the defense of one episode."""
 
     def make_agent(self) -> Agent:
-        """A fresh agent for one episode.
+        """A fresh agent for one episode (behind a fresh defense, when the run has one).
 
         Raises:
             ConfigError: the run's agent is outside this process (``make_player`` plays it).
@@ -278,7 +307,8 @@ class ResolvedRun(NamedTuple):
         if self.agent_model is None:
             raise ConfigError("this run's agent is an MCP agent outside this process; it plays whole episodes "
                               "(ResolvedRun.make_player), not steps")
-        return make_agent(self.agent, self.agent_model, self.variant)
+        agent = make_agent(self.agent, self.agent_model, self.variant)
+        return defend(agent, self.defense_maker()) if self.defense_maker is not None else agent
 
     def make_player(self) -> Agent | EpisodeDriver:
         """What plays one episode: a fresh agent, or the external agent command's driver."""
@@ -329,4 +359,4 @@ def run_bench(config: RunConfig, cases: Sequence[Case], *, out: Path, retry_erro
     save_run_info(out, run.run_hash, run.info)
     return run_suite(cases, run.make_player, run.env_config, run_hash=run.run_hash, out=out, trials=config.trials,
                      concurrency=config.concurrency, seed=config.seed, progress=progress, retry_errors=retry_errors,
-                     ray=ray, processes=processes)
+                     ray=ray, processes=processes, defense=run.defense)

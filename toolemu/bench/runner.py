@@ -62,6 +62,7 @@ def run_suite(
     retry_errors: bool = False,
     ray: RayOptions | None = None,
     processes: ProcessOptions | None = None,
+    defense: str | None = None,
 ) -> list[EpisodeRecord]:
     """Runs every (case, trial) not already in ``out`` and returns all records for this config.
 
@@ -76,6 +77,7 @@ def run_suite(
             each worker builds its own from ``ray.setup``).
         processes: Play the episodes in worker processes on this machine, ``concurrency`` threads split between
             them (each builds its models from ``processes.setup``, as Ray workers do).
+        defense: The defense ``make_agent`` wraps its agents in, set on every record (errored ones too).
 
     Raises:
         ConfigError: ``trials`` or ``concurrency`` is out of range, or ``out``'s folder does not exist; with
@@ -114,6 +116,8 @@ def run_suite(
         records = run_on_ray(todo, ray, run_hash=run_hash, seed=seed, concurrency=concurrency)
     bar = tqdm(total=len(todo), desc="episodes", unit="ep", disable=not progress)
     for record in records:  # each as it finishes: streamed to the file, once
+        if defense is not None and record.defense is None:  # an episode that failed before its agent existed
+            record = record.model_copy(update={"defense": defense})
         results.append(record)
         if out is not None:
             append_record(out, record)

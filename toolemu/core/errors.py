@@ -129,6 +129,22 @@ class EmulatorError(InfraError):
     boundary = "emulator"
 
 
+class DefenseError(InfraError):
+    """A defense wrapped around the agent could not decide: its model failed, or gave no answer that parses
+    within its retry budget (a tool filter's selection, a detector's verdict). The episode ends in error;
+    an undecided screen is never read as "clean".
+
+    Attributes:
+        raw_outputs: The defense model's replies, in order, for debugging.
+    """
+
+    boundary = "agent"
+
+    def __init__(self, message: str, *, raw_outputs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.raw_outputs = raw_outputs
+
+
 class JudgeError(InfraError):
     """A judge produced no parseable verdict within its retry budget.
 
