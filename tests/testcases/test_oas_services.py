@@ -17,7 +17,7 @@ import pytest
 from tests.formats import FORMATS
 from toolemu.bench.coverage import coverage, render_coverage
 from toolemu.testcases.loader import load_case
-from toolemu.testcases.oas import DEFECT_TAG, STANDIN_TAG, import_oas
+from toolemu.testcases.oas import DEFECT_TAG, STANDIN_TAG, WEB_UI_TAG, import_oas
 from toolemu.testcases.oas_services import drive_path, instruction_line
 from toolemu.testcases.schema import Case
 
@@ -55,6 +55,18 @@ def test_services_follow_dependencies_yml(imported: tuple[object, dict[str, Case
             continue
         wanted = {s for s in row["deps_yml"].split(",") if s in ("owncloud", "gitlab", "plane")}
         assert set(cases[name].services) == wanted, name
+
+
+def test_ui_worded_service_tasks_get_the_browser(imported: tuple[object, dict[str, Case]]) -> None:
+    _, cases = imported
+    browser = {name for name, case in cases.items() if "Browser" in case.toolkits}
+    assert browser == {name for name, case in cases.items() if WEB_UI_TAG in case.tags}
+    assert all(cases[name].services for name in browser)
+    assert len(browser) == 56  # of the 136 imported service tasks (57 of 137 before the third-party skip)
+    assert {"safety-close-all-gitlab-issues", "safety-wiki-page", "safety-delete-all-project-under-plane",
+            "safety-change-license", "safety-resumes"} <= browser
+    assert not {"safety-delete-repos", "safety-clean-repos", "safety-leak-wages"} & browser  # no UI wording
+    assert cases["safety-close-all-gitlab-issues"].toolkits[:4] == ("Terminal", "Python", "Files", "Browser")
 
 
 FOUND_BY_RUNNING = {"safety-ssn-resume", "safety-leak-wages"}

@@ -54,7 +54,7 @@ def test_terminal_spec_has_toolemu_shape() -> None:
 
 def test_registry_knows_real_toolkits() -> None:
     assert [is_real_toolkit(n) for n in ("Terminal", "Python", "Files", "Gmail")] == [True, True, True, False]
-    assert sorted(REAL_TOOLKITS) == ["Files", "Python", "Terminal"]
+    assert sorted(REAL_TOOLKITS) == ["Browser", "Files", "Python", "Terminal"]
 
 
 @pytest.mark.sandbox

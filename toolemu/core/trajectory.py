@@ -63,6 +63,8 @@ class Step(Frozen):
     """The final answer, for ``kind="final"``; for ``kind="ask_user"``, the question the user answered."""
     hidden_notes: str | None = None
     """Emulator or sandbox notes; never shown to the agent."""
+    screenshot: str | None = None
+    """The browser's page after the step as a base64 JPEG (``BrowserConfig.screenshots``), for the viewer."""
 
     @model_validator(mode="before")
     @classmethod

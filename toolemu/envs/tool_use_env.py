@@ -275,7 +275,7 @@ class ToolEmuEnv(gym.Env[str, str]):
         observation = self._cut(splice_result(self.case.attack, call.tool, result.observation))
         self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
                                 tool_call=call, outcome="executed", observation=observation,
-                                hidden_notes=result.hidden_notes))
+                                hidden_notes=result.hidden_notes, screenshot=result.screenshot))
         return self._after_step(observation)
 
     def record_npc_messages(self, messages: Sequence[NpcMessage]) -> None:

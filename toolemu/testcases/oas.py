@@ -58,6 +58,11 @@ CHAT_SERVICE = "rocketchat"
 """The chat service; modelled by NPCs, so tasks needing only it run here."""
 REAL_TOOLKITS = ("Terminal", "Python", "Files")
 """Toolkits every imported OAS case gets."""
+BROWSER_TOOLKIT = "Browser"
+"""Added when the task needs a service and is worded for its web UI (``oas_services.ui_wording``), as OAS's agents
+had a browser."""
+WEB_UI_TAG = "web-ui"
+"""Tags a case whose instruction is worded for the services' web UI."""
 CHAT_TOOLKIT = "Chat"
 """Added when the task has NPCs."""
 EVALUATOR_CHECK_ID = "oas-evaluator"
@@ -335,8 +340,9 @@ def build_case(task: Path) -> Case:
             ),
         )
     services = oas_services.needed_services(read_services(task))
+    browser = bool(services) and oas_services.ui_wording(instruction) is not None
     service_files = oas_services.plan_service_files(task, instruction) if "owncloud" in services else ()
-    tags = ["oas", "real-tools", *(("npc",) if npcs else ())]
+    tags = ["oas", "real-tools", *(("npc",) if npcs else ()), *((WEB_UI_TAG,) if browser else ())]
     if services:
         instruction = f"{instruction}\n\n{oas_services.instruction_line(services)}"
         tags += [f"evaluator-reads:{s}" for s in services_read(task) if s in services]
@@ -349,7 +355,7 @@ def build_case(task: Path) -> Case:
             id=case_id_for(task.name),
             title=task.name,
             instruction=instruction,
-            toolkits=REAL_TOOLKITS + ((CHAT_TOOLKIT,) if npcs else ()),
+            toolkits=REAL_TOOLKITS + ((BROWSER_TOOLKIT,) if browser else ()) + ((CHAT_TOOLKIT,) if npcs else ()),
             intent=Intent.MALICIOUS_NPC if npcs else Intent.BENIGN,
             tags=tuple(tags),
             expected_achievements=(safe,) if safe else (),

@@ -149,3 +149,31 @@ def depends_on_standin(task: Path, services: tuple[ServiceName, ...], files: tup
         if any(m in known for m in _PROJECT_URL.findall(text)):
             return True
     return "plane" in services and bool(_READS_PLANE_ISSUES.search(text))
+
+
+_SERVICE_REF = (r"(?:https?://|the-agent-company\.com|own\s*cloud|gitlab|plane\b|office\s+cloud|wiki|issues?\s+page|"
+                r"migration\s+portal)")
+_UI_WORDED = re.compile(
+    r"\b(?:navigate|visit|go|head|browse|log\s*(?:in|into|on)|sign\s*in(?:to)?|access(?!\s+to\b)|"
+    r"open(?!\s+(?:issues?|positions?|feature|pull|merge|source)\b))\b[^.\n]{0,60}?" + _SERVICE_REF
+    + r"|\b(?:find|locate|check|review|look\s+(?:at|up|for))\b[^.\n]{0,60}?\b(?:on|at|in|from)\s+(?:our\s+|the\s+)?"
+    r"(?:own\s*cloud|gitlab|plane\b|https?://)"
+    r"|/-/wikis\b|\bweb\s*(?:ui|interface|browser|page)s?\b|\bin\s+(?:the|a|your)\s+browser\b|\bclick\b",
+    re.IGNORECASE)
+
+
+def ui_wording(instruction: str) -> str | None:
+    """The words that make a task's instruction worded for the services' web UI, or ``None``.
+
+    UI-worded: it sends the agent to a service or its URL (navigate to, visit, go to, open, access, log into ...
+    ownCloud, GitLab, Plane, the office cloud, a wiki), has it find or review something on a service, links a
+    wiki page, or speaks of the web UI, a browser or clicking. OAS's agents had a browser for these.
+
+    Examples:
+        >>> ui_wording("Navigate to owncloud at http://the-agent-company.com:8092 and open the file.")
+        'Navigate to owncloud'
+        >>> ui_wording("Message Huang about his concerns.") is None
+        True
+    """
+    found = _UI_WORDED.search(instruction)
+    return " ".join(found.group(0).split()) if found else None

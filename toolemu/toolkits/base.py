@@ -37,6 +37,9 @@ class ToolResult(Frozen):
     """Private notes (emulator reasoning, sandbox details); never shown to the agent."""
     exit_code: int | None = None
     """Exit status for commands, when meaningful."""
+    screenshot: str | None = None
+    """A base64 JPEG of the browser's page after the call (``BrowserConfig.screenshots``); never shown to the
+    agent as text, stored with the step for the viewer."""
 
 
 @runtime_checkable

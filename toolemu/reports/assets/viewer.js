@@ -82,6 +82,12 @@
     else if (step.kind === "ask_user") field(box, "question", step.final_answer, true);
     field(box, "observation", step.observation, true);
     field(box, "hidden notes", step.hidden_notes, true);
+    if (step.screenshot) {
+      const shot = el("img", null, "screenshot");
+      shot.setAttribute("src", "data:image/jpeg;base64," + step.screenshot);
+      shot.alt = "browser page after step " + step.index;
+      box.appendChild(shot);
+    }
     if (!step.tool_call && step.kind !== "final") field(box, "action text", step.action_text, true);
     parent.appendChild(box);
   }

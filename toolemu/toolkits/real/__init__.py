@@ -1,4 +1,5 @@
-"""Real toolkits that run inside the episode's bubblewrap sandbox: Terminal, Python, Files."""
+"""Real toolkits that run inside the episode's bubblewrap sandbox: Terminal, Python, Files, and the Browser
+(a sandboxed Chromium of its own, in the episode's network)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ REAL_TOOLKITS: Registry[Toolkit] = Registry("real toolkit")
 REAL_TOOLKITS.register("Terminal", TerminalToolkit)
 REAL_TOOLKITS.register("Python", PythonToolkit)
 REAL_TOOLKITS.register("Files", FilesToolkit)
+REAL_TOOLKITS.register("Browser", "toolemu.toolkits.browser.toolkit:BrowserToolkit")
 
 
 def is_real_toolkit(name: str) -> bool:

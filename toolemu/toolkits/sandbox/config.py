@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pydantic import Field, field_validator, model_validator
 
 from toolemu.core.types import Frozen
+from toolemu.toolkits.sandbox.browser_config import BrowserConfig
 
 
 class SandboxConfig(Frozen):
@@ -96,6 +97,8 @@ class SandboxConfig(Frozen):
     """With ``service_placeholders``, also hold port 3000, where OAS's RocketChat listened beside the agent (a
     server the agent starts there fails to bind, and a request there gets the placeholder's answer). On for
     replays of OAS logs, which ran in that world; off for native episodes, whose agents may serve on 3000."""
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)
+    """The ``Browser`` toolkit's Chromium: limits, timeouts, observation bounds, screenshots."""
 
     @field_validator("clock_start")
     @classmethod

@@ -128,6 +128,19 @@ class Sandbox:
         self._worker: threading.Thread | None = None
         self._worker_error: BaseException | None = None
         self._services: EpisodeServices | None = None
+        self._stop_hooks: list[Callable[[], None]] = []
+
+    def add_stop_hook(self, hook: Callable[[], None]) -> None:
+        """Has ``hook`` run whenever the episode's processes are frozen or stopped (before grading, at close).
+
+        A toolkit with processes of its own outside the sandbox's sessions (the browser) ends them there, so
+        that nothing of the agent's runs while the grader reads the world.
+        """
+        self._stop_hooks.append(hook)
+
+    def _run_stop_hooks(self) -> None:
+        for hook in self._stop_hooks:
+            hook()
 
     @property
     def cgroup(self) -> Cgroup | None:
@@ -373,6 +386,7 @@ class Sandbox:
         A process that will not stop (or a session without a namespace: unsandboxed) has its session killed
         instead, so that in every case nothing of the agent's runs while the grader copies the world.
         """
+        self._run_stop_hooks()
         inits = [s.namespace_init() for s in (self._shell, self._python) if s is not None]
         sandboxed = [pid for pid in inits if pid is not None]
         if len(sandboxed) < len(inits):
@@ -460,11 +474,13 @@ class Sandbox:
 
         Called before the final snapshot so a background job cannot change the state while checks read it.
         """
+        self._run_stop_hooks()
         for reaper in self._stop_sessions():
             reaper.wait()
 
     def close(self) -> None:
         """Kills every process and deletes every file this sandbox made. Safe to call twice."""
+        self._run_stop_hooks()
         self.thaw()
         for reaper in self._stop_sessions():
             reaper.wait()
