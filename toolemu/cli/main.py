@@ -19,7 +19,9 @@ from toolemu.cli.replay_cmd import replay_command
 from toolemu.cli.report_cmd import compare_command, report_command, view_command
 from toolemu.cli.rescore_cmd import rescore_command
 from toolemu.cli.run_cmd import run_command
+from toolemu.cli.serve_cmd import serve_command
 from toolemu.cli.terminal import TerminalFormatter, echo, one_line
+from toolemu.cli.toolkits_cmd import toolkits
 from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, Error
 
@@ -106,6 +108,8 @@ for _command in (
     report_command,
     rescore_command,
     run_command,
+    serve_command,
+    toolkits,
     train_group,
     view_command,
 ):

@@ -2,6 +2,7 @@
 
 from toolemu.core.errors import (
     ActionParseError,
+    CapacityError,
     CaseError,
     CheckError,
     ConfigError,
@@ -47,6 +48,7 @@ from toolemu.core.types import (
 
 __all__ = [
     "ActionParseError",
+    "CapacityError",
     "CaseError",
     "CheckError",
     "CommandRecord",

@@ -57,6 +57,10 @@ class EnvStateError(Error):
     """Raised on misuse of an env: ``step`` before ``reset`` or after the episode ended."""
 
 
+class CapacityError(Error):
+    """Raised when a server already holds its bound of concurrent sessions (``toolemu serve --max-sessions``)."""
+
+
 class ToolCallError(Error):
     """An agent-facing error: unknown tool, bad arguments, or a tool-level failure.
 
