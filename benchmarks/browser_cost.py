@@ -6,8 +6,8 @@ Playwright driver per worker thread; only Chromium starts per episode) and ``bro
 Chromium per episode). Each browser episode goes to the log-in page, fills both fields, logs in and opens a folder,
 then repeats ``goto`` to reach ``--steps`` steps. Printed: median episode set-up (reset), first-call latency (the
 browser's start-up is its excess over a later step), median step latency, and the memory of the episode's
-processes (PSS of the sandbox's and the services' child, and of the browser's tree: Chromium plus, per episode, its driver), each also as
-a ratio to the episode without a browser.
+processes (PSS of the sandbox's and the services' child, and of the browser's tree: Chromium plus, per episode,
+its driver), each also as a ratio to the episode without a browser.
 
 Run (as root, with bwrap and Debian's chromium): python benchmarks/browser_cost.py [--episodes 5] [--steps 6]
 """

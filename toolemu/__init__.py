@@ -1,6 +1,7 @@
 """toolemu: safety test cases for LLM tool-use agents as Gymnasium environments.
 
-``import toolemu`` registers ``ToolEmu-v0`` and ``ToolEmuSuite-v0``; then ``gym.make("ToolEmu-v0", case=...)``.
+``import toolemu`` registers ``ToolEmu-v0``, ``ToolEmuSuite-v0`` and the ``guard`` defense; then
+``gym.make("ToolEmu-v0", case=...)``.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -22,6 +23,7 @@ from toolemu.core import (
 from toolemu.envs import ENV_ID, EnvConfig, ToolEmuEnv, register_envs
 from toolemu.llm import ChatModel, FakeLLM, resolve_model
 from toolemu.testcases import Case, load_case, load_cases
+from toolemu.training.guard.defense import register_guard_defense
 
 try:
     __version__ = version("toolemu")
@@ -30,6 +32,7 @@ except PackageNotFoundError:  # running from a source tree without installation
 
 register_envs()
 register_suite_env()
+register_guard_defense()
 
 __all__ = [
     "ENV_ID",

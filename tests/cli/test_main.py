@@ -19,14 +19,16 @@ def _names(group: click.Group) -> list[str]:
 
 
 def test_cli_holds_every_command_once_imported() -> None:
-    assert _names(cli) == ["bench", "cases", "compare", "doctor", "export", "judges", "models", "replay", "report",
-                           "rescore", "run", "train", "view"]
+    assert _names(cli) == ["bench", "cases", "compare", "doctor", "export", "judges", "mcp", "models", "replay",
+                           "report", "rescore", "run", "serve", "toolkits", "train", "view"]
     cases, train, judges = (cli.commands[name] for name in ("cases", "train", "judges"))
     assert isinstance(cases, click.Group) and isinstance(train, click.Group) and isinstance(judges, click.Group)
     assert _names(cases) == ["import-oas", "import-openhands", "import-toolemu", "list", "schema", "similar",
                              "stats", "validate"]
     assert _names(train) == ["grpo", "guard"]
     assert _names(judges) == ["check"]
+    toolkits = cli.commands["toolkits"]
+    assert isinstance(toolkits, click.Group) and _names(toolkits) == ["import-mcp"]
 
 
 def test_command_modules_do_not_import_the_main_module() -> None:
@@ -37,5 +39,5 @@ def test_command_modules_do_not_import_the_main_module() -> None:
         "print('toolemu.cli.main' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert len(COMMAND_MODULES) == 14
+    assert len(COMMAND_MODULES) == 17
     assert out.stdout.strip() == "False"

@@ -83,3 +83,29 @@ def test_viewer_in_chromium_filters_opens_and_keeps_hostile_text_inert(browser: 
     shot = tmp_path / "viewer.png"
     assert browser.save_screenshot(str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_viewer_filters_by_defense_and_shows_its_events_as_text(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    from tests.reports.builders import record, write_results
+    from toolemu.agents.defenses import DefenseEvent
+
+    event = DefenseEvent(defense="tool_filter", kind="blocked_call", turn=1, tool="BankTransfer", detail=PAYLOAD)
+    records = [record("smartlock-let-cleaner-in", "aaa"),
+               record("smartlock-let-cleaner-in", "ccc").model_copy(
+                   update={"defense": "tool_filter", "defense_events": (event,)})]
+    page = tmp_path / "page.html"
+    write_page(load_runs([write_results(tmp_path / "r.jsonl", records)]), page, title="viewer test")
+    browser.get(page.as_uri())
+    Select(browser.find_element("id", "filter-defense")).select_by_value("tool_filter")
+    assert len(_rows(browser)) == 1
+    Select(browser.find_element("id", "filter-defense")).select_by_value("none")
+    assert len(_rows(browser)) == 1
+    Select(browser.find_element("id", "filter-defense")).select_by_value("tool_filter")
+    _rows(browser)[0].click()
+    text = browser.find_element("id", "detail").text
+    assert "Defense events" in text and "before step 1: blocked_call BankTransfer" in text and PAYLOAD in text
+    assert browser.find_elements("tag name", "img") == []
+    assert browser.execute_script("return window.__pwned === undefined") is True
+    assert _errors(browser) == []

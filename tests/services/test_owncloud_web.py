@@ -188,3 +188,11 @@ def test_owncloud_web_unknown_pages_stay_gaps(owncloud: tuple[str, GapLog]) -> N
     browser = _login(base)
     assert browser.get(f"{base}/index.php/apps/files/trashbin", timeout=10).status_code == 501
     assert [g.path for g in gaps.snapshot()] == ["/index.php/apps/files/trashbin"]
+
+
+def test_owncloud_web_browser_favicon_request_is_no_gap(owncloud: tuple[str, GapLog]) -> None:
+    """Chromium asks every site for /favicon.ico on its own: not an emulator gap, and never answered as success."""
+    base, gaps = owncloud
+    assert requests.get(f"{base}/favicon.ico", timeout=10).status_code >= 400
+    assert requests.get(f"{base}/index.php/apps/files/trashbin", timeout=10).status_code >= 400
+    assert [g.path for g in gaps.snapshot()] == ["/index.php/apps/files/trashbin"]

@@ -14,7 +14,7 @@ from toolemu.core.types import ToolCall
 from toolemu.envs.action import parse_action
 from toolemu.rewards.rules import evaluate_checks
 from toolemu.testcases import Case, Intent, RiskCategory, builtin_cases, check_case
-from toolemu.toolkits.spec_loader import builtin_toolkit_specs
+from toolemu.toolkits.spec_loader import builtin_toolkit_specs, find_specs_near
 from toolemu.toolkits.validation import validate_call
 
 SPECS = builtin_toolkit_specs()
@@ -111,4 +111,5 @@ def test_builtin_suite_all_cases_pass_check_case() -> None:
     cases = builtin_cases()
     assert {c.id for c in EMULATED} < {c.id for c in cases}
     for case in cases:
-        check_case(case, SPECS, known_toolkits=set(REAL_TOOLKITS), require_reference_runs=True)
+        specs = {**SPECS, **find_specs_near(case.source_dir or ".")}  # the MCP cases carry theirs (data/mcp)
+        check_case(case, specs, known_toolkits=set(REAL_TOOLKITS), require_reference_runs=True)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from toolemu.bench.record import EpisodeRecord
+from toolemu.bench.record import EpisodeRecord, RecordKey
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import check_output_path, write_new
 from toolemu.testcases.openhands import episode_log
@@ -61,7 +61,7 @@ def export_openhands(records: Sequence[EpisodeRecord], folder: Path) -> OpenHand
     """
     if folder.is_symlink() or not folder.is_dir():
         raise ConfigError(f"--openhands {folder}: not an existing folder; create it first or choose another one")
-    latest: dict[tuple[str, str, str, int], EpisodeRecord] = {}
+    latest: dict[RecordKey, EpisodeRecord] = {}
     for record in records:
         latest.pop(record.key, None)  # a later record of the episode replaces the earlier one, and its place
         latest[record.key] = record

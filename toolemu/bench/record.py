@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from toolemu.agents.defenses import DefenseEvent
 from toolemu.core import safefs
 from toolemu.core.capture import Capture, CapturedCheck, ServiceGap
 from toolemu.core.errors import ConfigError
@@ -31,6 +32,10 @@ RECORD_SCHEMA_VERSION = 3
 3: a replayed or imported run's own OpenHands log (``openhands_log``); older records read with none."""
 
 
+RecordKey = tuple[str, str, str, int, str | None]
+"""(case id, config hash, case hash, trial, attack): what a results file holds one latest record of."""
+
+
 class EpisodeRecord(Frozen):
     """A finished episode with its evaluation, keyed by (case id, config hash, trial)."""
 
@@ -44,6 +49,9 @@ class EpisodeRecord(Frozen):
     """Hash of the case's content: a record of an edited case is not resumed as if it were current."""
     trial: int
     """Trial number for repeated runs of one case."""
+    attack: str | None = None
+    """The attack the episode ran under (``Case.attack``; ``bench --attack``), ``None`` unattacked: each (case,
+    attack) is its own record."""
     risk_category: str | None = None
     """The case's risk category."""
     intent: str | None = None
@@ -80,6 +88,10 @@ class EpisodeRecord(Frozen):
     llm_retries: dict[str, int] = Field(default_factory=dict)
     """Model calls retried during the episode, by reason (``HTTP 429``, ``timeout``, ``malformed body``...):
     transient failures that a later attempt got past. A call that failed for good ends the episode in error."""
+    defense: str | None = None
+    """The defense the agent ran behind (``bench --defense``), ``None`` for none; part of the config hash."""
+    defense_events: tuple[DefenseEvent, ...] = ()
+    """What the defense did: calls it blocked, outputs it withheld, the guard's answers in the agent's place."""
 
     @classmethod
     def for_case(
@@ -112,6 +124,7 @@ class EpisodeRecord(Frozen):
             config_hash=config_hash,
             case_hash=case_hash(case),
             trial=trial,
+            attack=case.attack.name if case.attack is not None else None,
             risk_category=case.risk_category.value if case.risk_category else None,
             intent=case.intent.value if case.intent else None,
             toolkits=case.toolkits,
@@ -144,9 +157,9 @@ class EpisodeRecord(Frozen):
                        service_gaps=self.service_gaps)
 
     @property
-    def key(self) -> tuple[str, str, str, int]:
-        """Identity of the record within a results file: (case id, config hash, case hash, trial)."""
-        return (self.case_id, self.config_hash, self.case_hash, self.trial)
+    def key(self) -> RecordKey:
+        """Identity of the record within a results file: (case id, config hash, case hash, trial, attack)."""
+        return (self.case_id, self.config_hash, self.case_hash, self.trial, self.attack)
 
 
 def summarise_retries(records: Iterable[EpisodeRecord]) -> str:

@@ -60,7 +60,7 @@ def rescore_record(record: EpisodeRecord, scorers: Scorers, evaluation: Evaluati
         evaluation=scored,
         seconds=record.seconds,
         finished_at=record.finished_at,
-    )
+    ).model_copy(update={"defense": record.defense, "defense_events": record.defense_events})
 
 
 def rescore_file(

@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from typing import Protocol, runtime_checkable
 
 from toolemu.agents import Agent
+from toolemu.agents.defenses import DefendedAgent
 from toolemu.bench.record import EpisodeRecord
 from toolemu.core.capture import Capture
 from toolemu.core.errors import ANY_EXPECTED_FAULT, HOSTILE_INPUT_FAULTS, CaseError, EnvStateError, InfraError
@@ -23,8 +25,20 @@ logger = logging.getLogger(__name__)
 StepCallback = Callable[[Mapping[str, object], float], None]
 """Called after every env step with the step's ``info`` and the seconds the step took (agent call included)."""
 
-AgentFactory = Callable[[], Agent]
-"""Makes a fresh agent for one episode."""
+
+
+@runtime_checkable
+class EpisodeDriver(Protocol):
+    """An agent that plays a whole episode itself rather than one action per call: an agent process outside
+    this one that reaches the env through a server (``toolemu.bench.mcp.agent_command``)."""
+
+    def play(self, env: ToolEmuEnv, *, seed: int, config_hash: str, trial: int) -> EpisodeRecord:
+        """Plays one episode of ``env`` (built, not reset) and returns its record; the caller closes ``env``."""
+        ...
+
+
+AgentFactory = Callable[[], Agent | EpisodeDriver]
+"""Makes a fresh agent (or episode driver) for one episode."""
 
 
 def play_case(case: Case, trial: int, make_agent: AgentFactory, env_config: EnvConfig, *, run_hash: str,
@@ -43,7 +57,10 @@ def play_case(case: Case, trial: int, make_agent: AgentFactory, env_config: EnvC
     except ANY_EXPECTED_FAULT as e:
         return error_record(case, run_hash, trial, f"{type(e).__name__}: {e}", traceback=_traceback_of(e))
     try:
-        return run_episode(env, make_agent(), seed=seed + trial, config_hash=run_hash, trial=trial)
+        agent = make_agent()
+        if isinstance(agent, EpisodeDriver):
+            return agent.play(env, seed=seed + trial, config_hash=run_hash, trial=trial)
+        return run_episode(env, agent, seed=seed + trial, config_hash=run_hash, trial=trial)
     except Exception as e:  # the bench worker boundary: one episode's bug never ends the run
         logger.exception("episode %s trial %d raised; recorded as an error", case.id, trial)
         # An agent that raised has already aborted the episode with a record naming it (boundary ``agent``).
@@ -114,8 +131,11 @@ def run_episode(env: ToolEmuEnv, agent: Agent, *, seed: int | None = None, confi
                 on_step(info, time.perf_counter() - step_start)
             if terminated or truncated:
                 break
-    return record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start,
-                            llm_retries=dict(retries))
+    record = record_from_info(env, info, config_hash=config_hash, trial=trial, seconds=time.perf_counter() - start,
+                              llm_retries=dict(retries))
+    if isinstance(agent, DefendedAgent):
+        record = record.model_copy(update={"defense": agent.defense_name, "defense_events": agent.defense_events})
+    return record
 
 
 def reset_error_record(env: ToolEmuEnv, error: InfraError | CaseError, *, config_hash: str, trial: int,

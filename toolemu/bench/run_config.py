@@ -5,8 +5,8 @@ its options into one.
 ``RunConfig.resolve()`` builds the models once and returns a ``ResolvedRun``: the env config, the agent
 factory, the config hash and the run description saved beside the results (``RunInfo``). The hash covers what
 shapes an episode or its scores (models by name, agent and prompt version, env, emulator and scorer versions,
-evaluate mode, emulator mode, real toolkits, step budget), never where or how fast it runs (endpoint, key,
-cache, executor, concurrency, trials, seed).
+evaluate mode, emulator mode, real toolkits, step budget, the defense with its version and model), never where
+or how fast it runs (endpoint, key, cache, executor, concurrency, trials, seed).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from typing import Literal, NamedTuple
 from pydantic import Field, ValidationError
 
 from toolemu.agents import Agent, make_agent
+from toolemu.agents.defenses import NO_DEFENSE, DefenseMaker, DefenseSetup, defend, defense_needs_model, prepare_defense
 from toolemu.agents.registry import agent_variants
+from toolemu.bench.mcp.tools import MCP_SERVER_VERSION
 from toolemu.bench.process_executor import ProcessOptions, default_workers
 from toolemu.bench.ray_options import RayOptions
 from toolemu.bench.record import EpisodeRecord
-from toolemu.bench.rollout import AgentFactory
+from toolemu.bench.rollout import AgentFactory, EpisodeDriver
 from toolemu.bench.run_info import RunInfo, save_run_info
 from toolemu.bench.runner import config_hash, run_suite
 from toolemu.core.errors import ConfigError
@@ -45,6 +47,8 @@ Executor = Literal["threads", "processes", "ray"]
 """Where episodes run: threads of this process, worker processes on this machine, or Ray tasks."""
 
 DEFAULT_AGENT = "react"
+DEFAULT_AGENT_TIMEOUT_S = 900.0
+"""Wall-clock bound on one episode of an external agent command (``RunConfig.agent_timeout_s``)."""
 
 
 class RunConfig(Frozen):
@@ -96,6 +100,18 @@ class RunConfig(Frozen):
     """Ray cluster for the ``ray`` executor (default ``$RAY_ADDRESS``, else a local instance)."""
     ray_cpus_per_episode: float = Field(default=1.0, ge=0.01)
     """CPUs Ray reserves per episode task."""
+    agent_mcp_command: str | None = Field(default=None, min_length=1)
+    """An external agent instead of ``agent``: a shell command that speaks MCP to the episode's server
+    (``toolemu.bench.mcp.agent_command``; part of the hash)."""
+    agent_timeout_s: float = Field(default=DEFAULT_AGENT_TIMEOUT_S, gt=0)
+    """Wall-clock bound on one episode of ``agent_mcp_command`` (not part of the hash)."""
+    defense: str | None = None
+    """The defense the agent runs behind, by registered name (``toolemu.agents.defenses.DEFENSES``); ``None`` (or
+    ``none``): no defense."""
+    defense_model: str | None = None
+    """The defense's model (tool filter, detector); ``None``: the agent's model."""
+    guard_policy: Path | None = None
+    """The trained guard policy (``.zip``) the ``guard`` defense loads; its content is part of the hash."""
 
     @classmethod
     def of(cls, **fields: object) -> RunConfig:
@@ -144,6 +160,26 @@ class RunConfig(Frozen):
         Raises:
             ConfigError: a model spec, agent, variant or scorer that cannot be resolved.
         """
+        if self.agent_mcp_command is not None:
+            return self._resolve(concurrency, external=f"mcp-command:{self.agent_mcp_command}")
+        return self._resolve(concurrency, external=None)
+
+    def resolve_served(self, client: str) -> ResolvedRun:
+        """Resolves a run whose agent is an MCP client outside this process (``toolemu mcp``): no agent model;
+        ``client`` names the agent in the config hash.
+
+        Raises:
+            ConfigError: agent options given, or a model spec or scorer that cannot be resolved.
+        """
+        return self._resolve(None, external=f"mcp-client:{client}")
+
+    def _resolve(self, concurrency: int | None, *, external: str | None) -> ResolvedRun:
+        if self.agent_mcp_command is None and self.agent_timeout_s != DEFAULT_AGENT_TIMEOUT_S:
+            raise ConfigError("--agent-timeout needs --agent-mcp-command (RunConfig.agent_timeout_s bounds an "
+                              "external agent command)")
+        if external is not None and (self.agent != DEFAULT_AGENT or self.agent_model or self.agent_variant):
+            raise ConfigError("an MCP agent is its own model: drop --agent, --agent-model and --agent-variant "
+                              "(RunConfig.agent, agent_model, agent_variant)")
         variant = self.agent_variant if self.agent_variant is not None else agent_variants(self.agent)[0]
         pool = max(concurrency or self.concurrency, DEFAULT_MAX_CONNECTIONS)
 
@@ -152,30 +188,53 @@ class RunConfig(Frozen):
                                  max_connections=pool)
 
         evaluation = self.evaluation()
-        agent = resolve(self.agent_model)
-        probe = make_agent(self.agent, agent, variant)  # fails here on a bad agent or variant, before any episode
+        agent = resolve(self.agent_model) if external is None else None
+        # Fails here on a bad agent or variant, before any episode.
+        version = getattr(make_agent(self.agent, agent, variant), "version", self.agent) if agent is not None else ""
+        defense = self.defense if self.defense != NO_DEFENSE else None
+        if defense is not None and external is not None:
+            raise ConfigError(f"--defense {defense} wraps an agent in this process; an MCP agent outside it "
+                              "(--agent-mcp-command, toolemu mcp) cannot run behind one")
+        maker: DefenseMaker | None = None
+        defended: dict[str, object] | None = None
+        if defense is not None and agent is not None:  # fails here too: an unknown defense, a policy that won't load
+            model = None
+            if defense_needs_model(defense):
+                model = resolve(self.defense_model) if self.defense_model else agent
+            maker = prepare_defense(defense, DefenseSetup(model=model, policy=self.guard_policy,
+                                                          max_steps=self.max_steps))
+            defended = {"name": defense, "version": maker().version, "model": model.name if model else None}
         emulator = resolve(self.emulator_model)
         judge = resolve(self.judge_model) if judge_needed(self.mode, evaluation) else None
         npc = resolve(self.npc_model) if self.npc_model else emulator  # one default model, loaded once
         env_config = EnvConfig(emulator_model=emulator, judge_model=judge, npc_model=npc, evaluate=self.mode,
                                emulator_mode=self.emulator_mode, evaluation=evaluation,
                                real_toolkits=self.real_toolkits, max_steps=self.max_steps)
-        description = self.describe(agent=agent, agent_version=getattr(probe, "version", self.agent),
-                                    emulator=emulator, judge=judge, npc=npc if self.npc_model else None)
-        info = RunInfo(agent=agent.name, variant=variant, judge=judge.name if judge is not None else None,
-                       description=json.loads(json.dumps(description, default=str)))
-        backends = (("agent", agent), ("emulator", emulator), ("npcs", npc), ("judges", judge))
+        description = self.describe(agent=agent if agent is not None else str(external), agent_version=version,
+                                    emulator=emulator, judge=judge, npc=npc if self.npc_model else None,
+                                    defense=defended)
+        info = RunInfo(agent=agent.name if agent is not None else str(external), variant=variant,
+                       judge=judge.name if judge is not None else None,
+                       description=json.loads(json.dumps(description, default=str)), defense=defense)
+        models = (("emulator", emulator), ("npcs", npc), ("judges", judge))
+        shown = [(role, describe_model(m) if m is not None else "none (rule checks only)") for role, m in models]
+        outside = f"an MCP agent outside this process ({external})"
         return ResolvedRun(agent_model=agent, agent=self.agent, variant=variant, env_config=env_config,
                            run_hash=config_hash(description), info=info,
-                           backends=tuple((role, describe_model(m) if m is not None else "none (rule checks only)")
-                                          for role, m in backends))
+                           backends=(("agent", describe_model(agent) if agent is not None else outside), *shown),
+                           agent_command=self.agent_mcp_command, agent_timeout_s=self.agent_timeout_s,
+                           defense=defense, defense_maker=maker)
 
-    def describe(self, *, agent: ChatModel, agent_version: str, emulator: ChatModel, judge: ChatModel | None,
-                 npc: ChatModel | None) -> dict[str, object]:
-        """What the config hash is taken of, from the resolved models (``npc`` only when named apart)."""
+    def describe(self, *, agent: ChatModel | str, agent_version: str, emulator: ChatModel, judge: ChatModel | None,
+                 npc: ChatModel | None, defense: dict[str, object] | None = None) -> dict[str, object]:
+        """What the config hash is taken of, from the resolved models (``npc`` only when named apart; ``agent``
+        as a string: an MCP agent outside this process, ``mcp-command:<command>`` or ``mcp-client:<name>``;
+        ``defense``: its name, version and model, when there is one)."""
         mode = self.mode
         versions = {"env": ENV_VERSION, "emulator": EMULATOR_VERSION, "evaluation": EVALUATION_VERSION,
                     "agent": agent_version}
+        if isinstance(agent, str):
+            versions["agent"] = MCP_SERVER_VERSION
         if mode is not EvaluateMode.OFF:
             scope: EvaluationScope = "full" if judge is not None else "rules"
             versions |= build_scorers(self.evaluation(), judge, scope).versions()
@@ -183,8 +242,8 @@ class RunConfig(Frozen):
         # Keys added since the first hashed runs appear only when set, so earlier results files still resume.
         return {
             "versions": versions,
-            "agent": agent.name,
-            "variant": variant,
+            "agent": agent if isinstance(agent, str) else agent.name,
+            "variant": None if isinstance(agent, str) else variant,
             "emulator": emulator.name,
             "judge": judge.name if judge is not None else None,
             "evaluate": mode.value,
@@ -195,6 +254,7 @@ class RunConfig(Frozen):
             **({"npc": npc.name} if npc is not None else {}),
             **({"agent_kind": self.agent} if self.agent != DEFAULT_AGENT else {}),
             **({"scorers": list(self.scorers)} if self.scorers else {}),
+            **({"defense": defense} if defense is not None else {}),
         }
 
     def executors(self) -> tuple[RayOptions | None, ProcessOptions | None, str]:
@@ -217,7 +277,8 @@ class RunConfig(Frozen):
 class ResolvedRun(NamedTuple):
     """A ``RunConfig`` with its models built."""
 
-    agent_model: ChatModel
+    agent_model: ChatModel | None
+    """The agent's model (``None`` for an MCP agent outside this process)."""
     agent: str
     """The agent's registered name."""
     variant: str
@@ -228,10 +289,34 @@ class ResolvedRun(NamedTuple):
     """What ``run_hash`` stands for, saved beside the results file for reports."""
     backends: tuple[tuple[str, str], ...]
     """(role, backend in words) of each model, for the CLI to show."""
+    agent_command: str | None = None
+    """The external MCP agent's command (``RunConfig.agent_mcp_command``)."""
+    agent_timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
+    """Its wall-clock bound per episode."""
+    defense: str | None = None
+    """The defense's registered name, ``None`` for none."""
+    defense_maker: DefenseMaker | None = None
+    """Makes the defense of one episode."""
 
     def make_agent(self) -> Agent:
-        """A fresh agent for one episode."""
-        return make_agent(self.agent, self.agent_model, self.variant)
+        """A fresh agent for one episode (behind a fresh defense, when the run has one).
+
+        Raises:
+            ConfigError: the run's agent is outside this process (``make_player`` plays it).
+        """
+        if self.agent_model is None:
+            raise ConfigError("this run's agent is an MCP agent outside this process; it plays whole episodes "
+                              "(ResolvedRun.make_player), not steps")
+        agent = make_agent(self.agent, self.agent_model, self.variant)
+        return defend(agent, self.defense_maker()) if self.defense_maker is not None else agent
+
+    def make_player(self) -> Agent | EpisodeDriver:
+        """What plays one episode: a fresh agent, or the external agent command's driver."""
+        if self.agent_command is not None:
+            from toolemu.bench.mcp.agent_command import McpCommandAgent  # needs the `interop` extra
+
+            return McpCommandAgent(self.agent_command, timeout_s=self.agent_timeout_s)
+        return self.make_agent()
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +330,7 @@ class RunSetup:
     def __call__(self) -> tuple[AgentFactory, EnvConfig]:
         """Resolves the models in this process and returns the agent factory and env config."""
         run = self.config.resolve(concurrency=self.concurrency)
-        factory: Callable[[], Agent] = run.make_agent
+        factory: Callable[[], Agent | EpisodeDriver] = run.make_player
         return factory, run.env_config
 
 
@@ -272,6 +357,6 @@ def run_bench(config: RunConfig, cases: Sequence[Case], *, out: Path, retry_erro
     ray, processes, _ = config.executors()
     run = run or config.resolve()
     save_run_info(out, run.run_hash, run.info)
-    return run_suite(cases, run.make_agent, run.env_config, run_hash=run.run_hash, out=out, trials=config.trials,
+    return run_suite(cases, run.make_player, run.env_config, run_hash=run.run_hash, out=out, trials=config.trials,
                      concurrency=config.concurrency, seed=config.seed, progress=progress, retry_errors=retry_errors,
-                     ray=ray, processes=processes)
+                     ray=ray, processes=processes, defense=run.defense)

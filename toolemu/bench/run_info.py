@@ -33,16 +33,21 @@ class RunInfo(Frozen):
     """The judge model's name (``None``: rule checks only)."""
     description: dict[str, JsonValue]
     """Everything the config hash was computed from."""
+    defense: str | None = None
+    """The defense the agent ran behind (``None``: none)."""
 
     @property
     def label(self) -> str:
-        """``agent (variant)``, how reports name the run.
+        """``agent (variant)``, with ``+ defense`` when there is one: how reports name the run.
 
         Examples:
             >>> RunInfo(agent="llama:embedded", variant="safety", description={}).label
             'llama:embedded (safety)'
+            >>> RunInfo(agent="fake", description={}, defense="spotlight").label
+            'fake + spotlight'
         """
-        return f"{self.agent} ({self.variant})" if self.variant else self.agent
+        label = f"{self.agent} ({self.variant})" if self.variant else self.agent
+        return f"{label} + {self.defense}" if self.defense else label
 
 
 _ADAPTER = TypeAdapter(dict[str, RunInfo])

@@ -1,6 +1,6 @@
 """Runs an agent over a suite of cases, several episodes in flight, into an append-only results file.
 
-Records are keyed by (case id, config hash, case hash, trial): re-running with the same config resumes (an
+Records are keyed by (case id, config hash, case hash, trial, attack): re-running with the same config resumes (an
 edited case runs again), and files from different machines merge by concatenation. The last record of a key
 wins, so ``retry_errors`` appends a fresh attempt after an errored one.
 """
@@ -19,6 +19,7 @@ from toolemu.bench.process_executor import ProcessOptions, run_on_processes
 from toolemu.bench.ray_options import RayOptions
 from toolemu.bench.record import (
     EpisodeRecord,
+    RecordKey,
     append_record,
     canonical_json,
     case_hash,
@@ -61,6 +62,7 @@ def run_suite(
     retry_errors: bool = False,
     ray: RayOptions | None = None,
     processes: ProcessOptions | None = None,
+    defense: str | None = None,
 ) -> list[EpisodeRecord]:
     """Runs every (case, trial) not already in ``out`` and returns all records for this config.
 
@@ -75,6 +77,7 @@ def run_suite(
             each worker builds its own from ``ray.setup``).
         processes: Play the episodes in worker processes on this machine, ``concurrency`` threads split between
             them (each builds its models from ``processes.setup``, as Ray workers do).
+        defense: The defense ``make_agent`` wraps its agents in, set on every record (errored ones too).
 
     Raises:
         ConfigError: ``trials`` or ``concurrency`` is out of range, or ``out``'s folder does not exist; with
@@ -86,8 +89,8 @@ def run_suite(
         raise ConfigError(f"concurrency: {concurrency} is not in 1..{MAX_CONCURRENCY}")
     if out is not None:
         check_output_path(out, flag="results file", new=False)
-    hashes = {c.id: case_hash(c) for c in cases}
-    done: dict[tuple[str, str, str, int], EpisodeRecord] = {}
+    hashes = {_ref(c): case_hash(c) for c in cases}
+    done: dict[RecordKey, EpisodeRecord] = {}
     if out is not None and out.exists():
         drop_truncated_tail(out)
         done = {r.key: r for r in read_records(out) if r.config_hash == run_hash}
@@ -97,8 +100,9 @@ def run_suite(
             logger.warning("retrying %d errored episode(s)", len(retried))
         for key in retried:
             del done[key]
-    wanted = {(c.id, run_hash, hashes[c.id], t) for c in cases for t in range(trials)}
-    todo = [(c, t) for c in cases for t in range(trials) if (c.id, run_hash, hashes[c.id], t) not in done]
+    keys = {_ref(c): (c.id, run_hash, hashes[_ref(c)]) for c in cases}
+    wanted = {(*keys[_ref(c)], t, _ref(c)[1]) for c in cases for t in range(trials)}
+    todo = [(c, t) for c in cases for t in range(trials) if (*keys[_ref(c)], t, _ref(c)[1]) not in done]
     results = [r for k, r in done.items() if k in wanted]
     if ray is not None and processes is not None:
         raise ConfigError("run_suite: give ray or processes, not both")
@@ -112,14 +116,21 @@ def run_suite(
         records = run_on_ray(todo, ray, run_hash=run_hash, seed=seed, concurrency=concurrency)
     bar = tqdm(total=len(todo), desc="episodes", unit="ep", disable=not progress)
     for record in records:  # each as it finishes: streamed to the file, once
+        if defense is not None and record.defense is None:  # an episode that failed before its agent existed
+            record = record.model_copy(update={"defense": defense})
         results.append(record)
         if out is not None:
             append_record(out, record)
         bar.set_postfix_str(terminal_safe(f"{record.case_id}: {record.status}", multiline=False))
         bar.update(1)
     bar.close()
-    order = {c.id: i for i, c in enumerate(cases)}
-    return sorted(results, key=lambda r: (order.get(r.case_id, len(order)), r.trial))
+    order = {_ref(c): i for i, c in enumerate(cases)}
+    return sorted(results, key=lambda r: (order.get((r.case_id, r.attack), len(order)), r.trial))
+
+
+def _ref(case: Case) -> tuple[str, str | None]:
+    """A case of the run: its id and its attack (an attacked case is a case of its own)."""
+    return (case.id, case.attack.name if case.attack is not None else None)
 
 
 def _run_on_threads(todo: Sequence[tuple[Case, int]], make_agent: AgentFactory, env_config: EnvConfig, *,

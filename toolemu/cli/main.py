@@ -14,12 +14,15 @@ from toolemu.cli.cases_cmd import cases
 from toolemu.cli.doctor_cmd import doctor_cmd
 from toolemu.cli.export_cmd import export_command
 from toolemu.cli.judges_cmd import judges
+from toolemu.cli.mcp_cmd import mcp_command
 from toolemu.cli.models_cmd import models_cmd
 from toolemu.cli.replay_cmd import replay_command
 from toolemu.cli.report_cmd import compare_command, report_command, view_command
 from toolemu.cli.rescore_cmd import rescore_command
 from toolemu.cli.run_cmd import run_command
+from toolemu.cli.serve_cmd import serve_command
 from toolemu.cli.terminal import TerminalFormatter, echo, one_line
+from toolemu.cli.toolkits_cmd import toolkits
 from toolemu.cli.train_cmd import train_group
 from toolemu.core.errors import HOSTILE_INPUT_FAULTS, Error
 
@@ -101,11 +104,14 @@ for _command in (
     doctor_cmd,
     export_command,
     judges,
+    mcp_command,
     models_cmd,
     replay_command,
     report_command,
     rescore_command,
     run_command,
+    serve_command,
+    toolkits,
     train_group,
     view_command,
 ):

@@ -19,19 +19,26 @@ def model_options(func: F) -> F:
     return _model_options(func, evaluate_default="full")
 
 
+def served_model_options(func: F) -> F:
+    """The options less the agent's (``toolemu mcp``: the agent is the MCP client)."""
+    return _model_options(func, evaluate_default="full", agent=False)
+
+
 def training_model_options(func: F) -> F:
     """The same options, scoring by the training preset (``--evaluate auto``) unless told otherwise."""
     return _model_options(func, evaluate_default="auto")
 
 
-def _model_options(func: F, *, evaluate_default: str) -> F:
-    options = [
+def _model_options(func: F, *, evaluate_default: str, agent: bool = True) -> F:
+    agent_options = [
         click.option("--agent-model", default=None, help="Agent model spec (default: OpenAI-compatible if a key "
                      "or base URL is set, else the embedded local model)."),
         click.option("--agent", default="react", show_default=True, type=click.Choice(list(AGENTS)),
                      help="The agent, by registered name."),
         click.option("--agent-variant", type=click.Choice(_variants()), default=None,
                      help="The agent's prompt variant (default: its first; react: plain, safety, helpful_safe)."),
+    ]
+    options = [*(agent_options if agent else []),
         click.option("--emulator-model", default=None, help="Tool emulator model spec (default as above)."),
         click.option("--judge-model", default=None, help="Judge model spec (default as above)."),
         click.option("--npc-model", default=None, help="Model spec for the cases' NPC coworkers and simulated "

@@ -10,6 +10,7 @@ import click
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.reports import compare_runs, find_judge_cards, load_runs, render_comparison, write_page, write_report
+from toolemu.reports.case_section import case_metric_text
 from toolemu.reports.runs import Run
 from toolemu.rewards.metrics import compute_metrics
 from toolemu.rewards.summary import render_summary
@@ -40,6 +41,9 @@ def report_command(runs: tuple[Path, ...], configs: tuple[str, ...], out: Path |
                 echo(f"({run.superseded} earlier record(s) superseded by a later one of the same case and "
                            "trial: retried errors or edited cases)")
             echo(render_summary(compute_metrics(run.records)))
+            extra = case_metric_text(run.records)
+            if extra:
+                echo(extra)
         return
     files = write_report(loaded, out, cards=find_judge_cards(runs, card_files))
     echo(f"wrote {files.markdown} and {len(files.figures)} figure(s) for {len(loaded)} run(s)")

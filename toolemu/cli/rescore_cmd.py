@@ -58,4 +58,5 @@ def _describe(results: Path, out: Path, scorers: Scorers, new_hashes: set[str]) 
             how = f"re-judged by {judge}" if judge else "rules re-run"
             save_run_info(out, new, RunInfo(
                 agent=info.agent, variant=f"{info.variant}, {how}" if info.variant else how, judge=judge,
-                description={"rescored_from": old, "scope": scope, "judge": judge, "run": info.description}))
+                description={"rescored_from": old, "scope": scope, "judge": judge, "run": info.description},
+                defense=info.defense))

@@ -2,9 +2,11 @@
 
 from toolemu.core.errors import (
     ActionParseError,
+    CapacityError,
     CaseError,
     CheckError,
     ConfigError,
+    DefenseError,
     EmulatorError,
     EndpointTimeoutError,
     EndpointUnreachableError,
@@ -47,10 +49,12 @@ from toolemu.core.types import (
 
 __all__ = [
     "ActionParseError",
+    "CapacityError",
     "CaseError",
     "CheckError",
     "CommandRecord",
     "ConfigError",
+    "DefenseError",
     "EmulationContext",
     "EmulatorError",
     "EndpointTimeoutError",

@@ -57,6 +57,10 @@ class EnvStateError(Error):
     """Raised on misuse of an env: ``step`` before ``reset`` or after the episode ended."""
 
 
+class CapacityError(Error):
+    """Raised when a server already holds its bound of concurrent sessions (``toolemu serve --max-sessions``)."""
+
+
 class ToolCallError(Error):
     """An agent-facing error: unknown tool, bad arguments, or a tool-level failure.
 
@@ -123,6 +127,22 @@ class EmulatorError(InfraError):
     """The tool emulator did not produce a valid observation within its retry budget."""
 
     boundary = "emulator"
+
+
+class DefenseError(InfraError):
+    """A defense wrapped around the agent could not decide: its model failed, or gave no answer that parses
+    within its retry budget (a tool filter's selection, a detector's verdict). The episode ends in error;
+    an undecided screen is never read as "clean".
+
+    Attributes:
+        raw_outputs: The defense model's replies, in order, for debugging.
+    """
+
+    boundary = "agent"
+
+    def __init__(self, message: str, *, raw_outputs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.raw_outputs = raw_outputs
 
 
 class JudgeError(InfraError):

@@ -1,7 +1,7 @@
 """The ReAct action format, defined once: its keywords, how a step is written, how each keyword is matched, and
 the help an agent sees when its reply cannot be parsed.
 
-The action parser (``toolemu.envs.action``), the scripted agent, the ReAct agent's stop strings and the prompts
+The action parser (``toolemu.core.action``), the scripted agent, the ReAct agent's stop strings and the prompts
 that describe the format (``agents/prompts/react_format.md``, ``envs/prompts/first_observation.md``, which name
 the keywords as ``$thought``/``{thought}``...) all take it from here.
 """

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from toolemu.core.limits import MAX_SEED_CONTENT_CHARS, MAX_TEXT_CHARS
+
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
 """Parameter and return types used by ToolEmu toolkit specs."""
 
@@ -188,6 +190,8 @@ class ServiceFile(Frozen):
     made of several files (``Documents/Financials/invoices_pdfs``)."""
     source: str | None = None
     """A file, relative to the case file's folder, to copy (``utils/budget.xlsx``)."""
+    content: str | None = Field(default=None, max_length=MAX_SEED_CONTENT_CHARS)
+    """Inline text, written as UTF-8 (a note or page the case plants: ``toolemu.attacks``' service vector)."""
     standin: str | None = None
     """The name of a generated stand-in document (``drinks_survey.pdf``), written by us in place of a document
     OpenAgentSafety ships only inside its service images."""
@@ -205,12 +209,25 @@ class ServiceFile(Frozen):
 
     @model_validator(mode="after")
     def _one_origin(self) -> ServiceFile:
-        if (self.source is None) == (self.standin is None):
+        if [self.source, self.standin, self.content].count(None) != 2:
             raise PydanticCustomError(
-                "service_file", "service file {path}: give exactly one of `source` (a case file) or `standin`",
+                "service_file",
+                "service file {path}: give exactly one of `source` (a case file), `content` (inline text) or `standin`",
                 {"path": repr(self.path)},
             )
         return self
+
+
+class ServiceNote(Frozen):
+    """Text a service shows inside its own pages when the episode starts: appended to the description of every
+    open GitLab issue of the matching projects (``toolemu.attacks``' service vector)."""
+
+    service: Literal["gitlab"]
+    """The service whose pages carry it."""
+    project: str = Field(default="*", min_length=1, max_length=200)
+    """A glob of project paths (``api-server``, ``*``)."""
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    """The text, appended after a blank line."""
 
 
 DEFAULT_USER = "user"
@@ -239,6 +256,8 @@ class EnvironmentSpec(Frozen):
     """The sandbox profile (imported OpenAgentSafety cases default to ``oas``)."""
     service_files: tuple[ServiceFile, ...] = ()
     """Files the case's services hold when the episode starts (its documents in ownCloud)."""
+    service_notes: tuple[ServiceNote, ...] = ()
+    """Text the case's services show in their own pages when the episode starts (GitLab issue descriptions)."""
     service_setup: tuple[str, ...] = ()
     """Python scripts (relative to the case file's folder) run against the case's services after they start and
     before the agent does, with OpenAgentSafety's ``common`` and ``config`` importable (upstream

@@ -51,6 +51,7 @@ from toolemu.envs.info import (
     INFO_TOOLS,
     INFO_TRAJECTORY,
 )
+from toolemu.envs.injection import described_specs, splice_result
 from toolemu.envs.loop_guard import LoopGuard
 from toolemu.envs.models import EpisodeModels
 from toolemu.envs.spaces import UnicodeText
@@ -210,7 +211,10 @@ class ToolEmuEnv(gym.Env[str, str]):
         self._user = None
         if case.user is not None and self.models.user is not None:
             self._user = SimulatedUser(case.user, case.instruction, self.models.user, seed=self._seed)
-        obs = first_observation(case.instruction, self.toolbox.specs, user=self._user is not None)
+        # An attack in the tool descriptions is shown in the agent's tool list only (the emulator and the
+        # judges keep the toolkits' own specs).
+        shown = described_specs(case.attack, self.toolbox.specs)
+        obs = first_observation(case.instruction, shown, user=self._user is not None)
         return obs, self._info()
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -268,7 +272,7 @@ class ToolEmuEnv(gym.Env[str, str]):
             self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
                                     tool_call=call, outcome="errored", observation=""))
             return self._finish("error", "", ErrorRecord.from_exception(e, "toolkit", f"tool call {call.tool}"))
-        observation = self._cut(result.observation)
+        observation = self._cut(splice_result(self.case.attack, call.tool, result.observation))
         self._steps.append(Step(index=index, kind="tool", action_text=action, thought=parsed.thought,
                                 tool_call=call, outcome="executed", observation=observation,
                                 hidden_notes=result.hidden_notes, screenshot=result.screenshot))
@@ -310,6 +314,21 @@ class ToolEmuEnv(gym.Env[str, str]):
         if self._status != "running":
             raise EnvStateError(f"abort() needs a running episode (status {self._status}); call env.reset()")
         return self._finish("error", "", error)[4]
+
+    def truncate(self) -> dict[str, Any]:
+        """Ends the running episode without a final answer (an agent that stopped or disconnected, such as an
+        MCP client that closed its session): captured and scored like an episode out of steps, status
+        ``truncated``.
+
+        Returns:
+            The terminal ``info``.
+
+        Raises:
+            EnvStateError: no episode is running.
+        """
+        if self._status != "running":
+            raise EnvStateError(f"truncate() needs a running episode (status {self._status}); call env.reset()")
+        return self._finish("truncated", "")[4]
 
     def render(self) -> str | None:
         """Returns the trajectory so far as text (``render_mode="ansi"``)."""

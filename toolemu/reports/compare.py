@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from toolemu.reports.case_section import case_difference_rows
 from toolemu.reports.runs import Run
+from toolemu.rewards.case_metrics import compare_case_metrics
 from toolemu.rewards.comparison import Comparison, compare_evaluations
 from toolemu.rewards.metrics import BootstrapConfig
 from toolemu.rewards.summary import METRIC_LABELS, format_value
@@ -28,7 +30,8 @@ def render_comparison(a: Run, b: Run, comparison: Comparison) -> str:
         f"{c.n_errored}  only in A: {c.n_only_a}  only in B: {c.n_only_b}",
         "",
     ]
-    if not c.differences:
+    case_rows = case_difference_rows(compare_case_metrics(a.records, b.records, c.bootstrap))
+    if not c.differences and not case_rows:
         return "\n".join([*lines, "(no figure has a scored pair)"])
     header = ["metric", "A", "B", f"B - A [{level} paired CI]", "pairs", ""]
     rows = []
@@ -37,9 +40,12 @@ def render_comparison(a: Run, b: Run, comparison: Comparison) -> str:
         excludes_zero = low is not None and high is not None and (low > 0 or high < 0)
         rows.append([METRIC_LABELS.get(d.metric, d.metric), f"{d.a.value:.3f}", f"{d.b.value:.3f}",
                      format_value(d.difference), str(d.difference.n), "*" if excludes_zero else ""])
+    rows += case_rows
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, ["-" * w for w in widths], *rows]:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     lines += ["", f"paired percentile bootstrap of per-case differences, {c.bootstrap.resamples} resamples, "
               f"seed {c.bootstrap.seed}; * = the CI excludes 0"]
+    if case_rows:
+        lines.append("pass@k, pass^k, over-refusal: pairs are cases (pass: safe and helpful; README, Metrics)")
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """``toolemu report --out DIR``: a Markdown report with PNG figures over one or more runs, side by side.
 
-Sections: the runs, each run's judge agreement card, headline metrics with CIs, unsafe rate by risk category
+Sections: the runs, each run's judge agreement card, headline metrics with CIs, pass@k, pass^k and over-refusal
+(when the runs have repeated trials or benign twins), unsafe rate by risk category
 and by intent (heatmaps), the judge/rule disagreements, and errors by boundary. Figures and tables come from
 ``toolemu.rewards.metrics``; text from episodes is untrusted and escaped before it enters the Markdown.
 """
@@ -17,6 +18,7 @@ from typing import NamedTuple
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import write_new
 from toolemu.reports import figures
+from toolemu.reports.case_section import case_metric_lines
 from toolemu.reports.runs import Run, disagreement_of, verdict_of
 from toolemu.rewards.agreement import JudgeCard
 from toolemu.rewards.metrics import BootstrapConfig, MetricSet, MetricsReport, MetricValue, compute_metrics
@@ -243,6 +245,8 @@ def write_report(
     rows += [[f"scorer `{md_text(n)}`: harm share", *(_cell(rep.overall.harm_by_scorer.get(n, _NO_DATA))
                                                       for rep in reports)] for n in plugged]
     lines += [*_table(["metric", *(md_text(lab) for lab in labels)], rows), ""] if rows else ["No scored episode.", ""]
+
+    lines += case_metric_lines(runs, [md_text(lab) for lab in labels], bootstrap)
 
     metric = figures.unsafe_metric(reports)
     for by, title, name in (("by_risk_category", "risk category", "unsafe_by_category.png"),

@@ -99,7 +99,7 @@ def load_runs(paths: Sequence[Path], configs: Sequence[str] = ()) -> list[Run]:
     Raises:
         ConfigError: A file is not a results file, holds no record, or a wanted config hash is in none.
     """
-    latest: dict[str, dict[tuple[str, int], EpisodeRecord]] = {}
+    latest: dict[str, dict[tuple[str, int, str | None], EpisodeRecord]] = {}
     sources: dict[str, list[Path]] = {}
     superseded: Counter[str] = Counter()
     infos: dict[str, RunInfo] = {}
@@ -111,9 +111,10 @@ def load_runs(paths: Sequence[Path], configs: Sequence[str] = ()) -> list[Run]:
         for r in records:
             if configs and r.config_hash not in configs:
                 continue
-            if latest.setdefault(r.config_hash, {}).pop((r.case_id, r.trial), None) is not None:
+            episode = (r.case_id, r.trial, r.attack)  # an attacked episode is its own, beside the unattacked one
+            if latest.setdefault(r.config_hash, {}).pop(episode, None) is not None:
                 superseded[r.config_hash] += 1
-            latest[r.config_hash][(r.case_id, r.trial)] = r
+            latest[r.config_hash][episode] = r
             if path not in sources.setdefault(r.config_hash, []):
                 sources[r.config_hash].append(path)
     missing = [c for c in configs if c not in latest]

@@ -55,6 +55,8 @@ def episode_json(index: int, run: Run, record: EpisodeRecord) -> dict[str, JsonV
         "index": index,
         "run": run.label,
         "config": run.config_hash,
+        "defense": record.defense,
+        "defense_events": [d.model_dump(mode="json") for d in record.defense_events],
         "case": record.case_id,
         "trial": record.trial,
         "title": record.case.title if record.case is not None else "",

@@ -139,20 +139,20 @@ def uses_judge(name: str) -> bool:
 
 def scorer_names(config: EvaluationConfig, scope: EvaluationScope) -> tuple[str, ...]:
     """The scorers an evaluation of ``scope`` runs, in order: ``rules``, a safety judge per scale,
-    ``helpfulness``, ``completion`` (when asked), ``judged_check``, then ``config.scorers``; the ``rules`` scope
-    keeps those that need no judge model.
+    ``helpfulness``, ``completion`` (when asked), ``judged_check``, ``attack_goal`` (it scores attacked cases
+    only), then ``config.scorers``; the ``rules`` scope keeps those that need no judge model.
 
     Raises:
         NotRegisteredError: a name of ``config.scorers`` is not registered.
 
     Examples:
         >>> scorer_names(EvaluationConfig(safety_scales=("oas",)), "full")
-        ('rules', 'safety_oas', 'helpfulness', 'judged_check')
+        ('rules', 'safety_oas', 'helpfulness', 'judged_check', 'attack_goal')
         >>> scorer_names(EvaluationConfig(), "rules")
-        ('rules',)
+        ('rules', 'attack_goal')
     """
     names = ("rules", *(f"safety_{s}" for s in config.safety_scales), "helpfulness",
-             *(("completion",) if config.completion else ()), "judged_check", *config.scorers)
+             *(("completion",) if config.completion else ()), "judged_check", "attack_goal", *config.scorers)
     return names if scope == "full" else tuple(n for n in names if not uses_judge(n))
 
 
@@ -231,3 +231,4 @@ register_scorer("safety_oas", f"{_BUILTIN}:safety_scorer", uses_judge=True, scal
 register_scorer("helpfulness", f"{_BUILTIN}:helpfulness_scorer", uses_judge=True)
 register_scorer("completion", f"{_BUILTIN}:completion_scorer", uses_judge=True)
 register_scorer("judged_check", f"{_BUILTIN}:judged_check_scorer", uses_judge=True)
+register_scorer("attack_goal", "toolemu.rewards.attack_goal:attack_goal_scorer", uses_judge=False)

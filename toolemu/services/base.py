@@ -44,6 +44,10 @@ class Gap:
     reason: str
 
 
+BROWSER_OWN_REQUESTS = frozenset({"/favicon.ico"})
+"""Paths a browser asks for on its own (no agent or page asked): their 404 is an answer, not an emulator gap."""
+
+
 @dataclass
 class GapLog:
     """The emulator gaps of one episode, per service; thread-safe (servers answer on several threads)."""
@@ -52,7 +56,10 @@ class GapLog:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, service: str, method: str, path: str, reason: str) -> None:
-        """Records that ``method path`` of ``service`` is not emulated (``reason`` says what is missing)."""
+        """Records that ``method path`` of ``service`` is not emulated (``reason`` says what is missing); a
+        browser's own requests (``BROWSER_OWN_REQUESTS``) are not gaps."""
+        if method in ("GET", "HEAD") and path in BROWSER_OWN_REQUESTS:
+            return
         with self._lock:
             self.gaps.append(Gap(service, method, path, reason))
 

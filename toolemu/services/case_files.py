@@ -40,6 +40,8 @@ def resolve(files: Iterable[ServiceFile], base_dir: str | None) -> ServiceFiles:
                                 "(base_dir is unset; load the case from its file)")
             data = safefs.read_bytes(base_dir, item.source, what="service file", limit=MAX_SEED_FILE_BYTES)
             produced = {item.path: data}
+        elif item.content is not None:
+            produced = {item.path: item.content.encode("utf-8")}
         else:
             produced = build_standin(str(item.standin), item.path)
         held = out.setdefault(item.service, {})

@@ -10,16 +10,17 @@ read a :class:`World`; a case adds its own files with :meth:`World.with_files`.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Literal
 
 import yaml
 from pydantic import Field, PrivateAttr
 
-from toolemu.core.types import Frozen
+from toolemu.core.types import Frozen, ServiceNote
 
 AccessLevel = Literal[10, 20, 30, 40, 50]
 """GitLab's member roles: Guest, Reporter, Developer, Maintainer, Owner."""
@@ -214,6 +215,20 @@ class World(Frozen):
         """Returns a copy of the world carrying a case's service files (service -> path -> bytes)."""
         return World(admin=self.admin, employees=self.employees, gitlab=self.gitlab, plane=self.plane,
                      files={service: dict(paths) for service, paths in files.items()})
+
+    def with_notes(self, notes: Sequence[ServiceNote]) -> World:
+        """Returns a copy of the world whose open GitLab issues of the projects each note names carry its text
+        at the end of their description (``EnvironmentSpec.service_notes``)."""
+        if not notes:
+            return self
+        projects = []
+        for project in self.gitlab:
+            texts = [n.text for n in notes if n.service == "gitlab" and fnmatch.fnmatchcase(project.path, n.project)]
+            issues = tuple(i.model_copy(update={"description": "\n\n".join([i.description, *texts]).strip()})
+                           if texts and i.state == "opened" else i for i in project.issues)
+            projects.append(project.model_copy(update={"issues": issues}))
+        return World(admin=self.admin, employees=self.employees, gitlab=tuple(projects), plane=self.plane,
+                     files=self.files)
 
 
 _DATA = "toolemu.services.data"

@@ -224,14 +224,14 @@ def _data_dir() -> Path:
 
 
 def builtin_data_dir() -> Path:
-    """The folder of the built-in suite (``emulated/``, ``real/``, ``social/`` under it)."""
+    """The folder of the built-in suite (``emulated/``, ``mcp/``, ``real/``, ``social/`` under it)."""
     return _data_dir()
 
 
 @functools.cache
 def _builtin() -> dict[str, Case]:
     cases: list[Case] = []
-    for sub in ("emulated", "real", "social", "web"):
+    for sub in ("emulated", "mcp", "real", "social", "web"):
         folder = _data_dir() / sub
         if folder.is_dir():
             cases.extend(_load_path_unlinked(folder))
@@ -241,8 +241,7 @@ def _builtin() -> dict[str, Case]:
 
 
 def builtin_case_ids() -> list[str]:
-    """Returns the ids of the built-in cases (``data/emulated``, ``data/real``, ``data/social``, ``data/web``),
-    sorted."""
+    """Returns the ids of the built-in cases (``data/emulated``, ``mcp``, ``real``, ``social``, ``web``), sorted."""
     return sorted(_builtin())
 
 

@@ -15,6 +15,7 @@ from toolemu.core.people import Pushiness as Pushiness
 from toolemu.core.people import UserSpec as UserSpec
 from toolemu.core.types import EmulationContext, EnvironmentSpec, Frozen, ToolCall
 from toolemu.services.standins import STANDINS
+from toolemu.testcases.attack_types import AppliedAttack
 from toolemu.testcases.check_types import (  # re-exported: the check kinds are part of the case schema
     ArgCondition as ArgCondition,
 )
@@ -217,6 +218,9 @@ class Case(Frozen):
     probe_runs: tuple[ProbeRun, ...] = ()
     """Runs written from the story apart from the checks (refusals, equivalent routes, reformatted values...);
     replayed with the reference runs."""
+    attack: AppliedAttack | None = None
+    """Set on an attacked case (``toolemu.attacks.apply_attack``): the attack planted in its episodes, whose goal
+    is scored apart from ``checks`` (the ``attack_goal`` scorer). Never shown to the agent."""
     source_dir: str | None = None
     """Folder the case was loaded from (for ``PythonCheck`` and seed files); set by the loader."""
     source_file: str | None = None

@@ -6,6 +6,7 @@
   const episodes = data.episodes;
   const FILTERS = [
     ["run", "agent", (e) => e.run],
+    ["defense", "defense", (e) => e.defense || "none"],
     ["category", "category", (e) => e.category || "(unset)"],
     ["intent", "intent", (e) => e.intent || "(unset)"],
     ["verdict", "verdict", (e) => e.verdict],
@@ -177,6 +178,7 @@
     pane.dataset.open = String(index);
     pane.appendChild(el("h2", e.case + " (trial " + e.trial + ")"));
     field(pane, "run", e.run + " [" + e.config + "]");
+    field(pane, "defense", e.defense);
     field(pane, "title", e.title);
     field(pane, "category", e.category);
     field(pane, "intent", e.intent);
@@ -189,6 +191,12 @@
     if (e.messages.length) {
       pane.appendChild(el("h3", "Messages"));
       for (const m of e.messages) field(pane, m.direction === "to_npc" ? "to " + m.npc : m.npc, m.content, true);
+    }
+    if (e.defense_events.length) {
+      pane.appendChild(el("h3", "Defense events"));
+      for (const d of e.defense_events) {
+        field(pane, "before step " + d.turn + ": " + d.kind + (d.tool ? " " + d.tool : ""), d.detail, true);
+      }
     }
     if (e.episode_error) {
       pane.appendChild(el("h3", "Episode error at " + e.episode_error.boundary));

@@ -24,6 +24,7 @@ def environment_key(environment: EnvironmentSpec, *, setup: bool = True) -> str:
     """The cache key of the services' seed for ``environment``: its service files, where they come from and
     (with ``setup``) the setup scripts that run against the services before the agent."""
     data = [environment.base_dir or "", *(f.model_dump_json() for f in environment.service_files)]
+    data += [n.model_dump_json() for n in environment.service_notes]
     if setup:
         data += ["setup", *environment.service_setup]
     return hashlib.sha256("\n".join(data).encode()).hexdigest()[:16]
@@ -54,7 +55,7 @@ def start_services(names: Sequence[str], environment: EnvironmentSpec, *, sandbo
     pool = pool or shared_pool()
 
     def world() -> World:
-        return load_world().with_files(service_files(environment))
+        return load_world().with_files(service_files(environment)).with_notes(environment.service_notes)
 
     key = environment_key(environment)
     if environment.service_setup and not pool.has_seeds(names, key):

@@ -1,6 +1,7 @@
 """The SB3 route: ``GuardEnv`` (a guard choosing among proposed actions), its proposers and embedders, PPO
 training, saving and reloading, and the guarded-vs-unguarded comparison."""
 
+from toolemu.training.guard.defense import GuardDefense, guard_defense, register_guard_defense
 from toolemu.training.guard.embedding import Embedder, HashingEmbedder, TransformersEmbedder
 from toolemu.training.guard.env import (
     ASK_TEXT,
@@ -11,6 +12,8 @@ from toolemu.training.guard.env import (
     REFUSE_TEXT,
     GuardConfig,
     GuardEnv,
+    describe_action,
+    guard_vector,
 )
 from toolemu.training.guard.proposal import AgentProposer, Proposer, ReferenceProposer, action_key
 from toolemu.training.guard.report import GuardComparison, compare_guard, render_comparison
@@ -42,6 +45,7 @@ __all__ = [
     "Embedder",
     "GuardComparison",
     "GuardConfig",
+    "GuardDefense",
     "GuardEnv",
     "GuardEpisode",
     "GuardPolicy",
@@ -53,11 +57,15 @@ __all__ = [
     "TransformersEmbedder",
     "action_key",
     "compare_guard",
+    "describe_action",
+    "guard_defense",
+    "guard_vector",
     "load_guard",
     "mean_return",
     "play_guard",
     "random_policy",
     "refuse_policy",
+    "register_guard_defense",
     "render_comparison",
     "save_guard",
     "sb3_policy",

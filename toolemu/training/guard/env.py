@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
@@ -60,8 +61,13 @@ class GuardConfig(Frozen):
     stand-in number would be a fake score); off, the step returns NaN with the error in ``info``."""
 
 
-def _describe(action: str) -> str:
-    """A short description of a candidate for the confirmation question."""
+def describe_action(action: str) -> str:
+    """A short description of a candidate for the confirmation question.
+
+    Examples:
+        >>> describe_action('Action: Search\\nAction Input: {"q": "x"}')
+        'call Search with {"q": "x"}'
+    """
     try:
         parsed = parse_action(action)
     except ToolCallError:  # an unparseable candidate still gets a description; the env will reject it
@@ -192,11 +198,11 @@ class GuardEnv(gym.Env[npt.NDArray[np.float32], np.int64]):
                 return "candidate", self._candidates[action], action, 0.0
             return "masked", REFUSE_TEXT, None, self.config.masked_penalty
         if action == self.ask_action:
-            plan = "; or ".join(_describe(c) for c in self._candidates) or "go ahead with your request"
+            plan = "; or ".join(describe_action(c) for c in self._candidates) or "go ahead with your request"
             return "ask", ASK_TEXT.format(plan=plan), None, 0.0
         if action == self.refuse_action:
             return "refuse", REFUSE_TEXT, None, 0.0
-        done = "; ".join(_describe(a) for a in self._executed) or "nothing yet"
+        done = "; ".join(describe_action(a) for a in self._executed) or "nothing yet"
         return "finish", FINISH_TEXT.format(done=done), None, 0.0
 
     def _check_error(self, reward: float, info: dict[str, Any]) -> None:
@@ -237,11 +243,16 @@ class GuardEnv(gym.Env[npt.NDArray[np.float32], np.int64]):
         return "\n".join(parts)
 
     def _vector(self) -> npt.NDArray[np.float32]:
-        k = self.config.k
-        texts = [self._context(), *self._candidates, *([""] * (k - len(self._candidates)))]
-        embedded = self.embedder.embed(texts).reshape(-1)
-        slots = np.zeros(k, dtype=np.float32)
-        slots[: len(self._candidates)] = 1.0
-        progress = np.array([min(1.0, len(self.episode.trajectory().steps) / self.episode.max_steps)],
-                            dtype=np.float32)
-        return np.concatenate([embedded, slots, progress]).astype(np.float32)
+        progress = len(self.episode.trajectory().steps) / self.episode.max_steps
+        return guard_vector(self.embedder, self.config.k, self._context(), self._candidates, progress)
+
+
+def guard_vector(embedder: Embedder, k: int, context: str, candidates: Sequence[str],
+                 progress: float) -> npt.NDArray[np.float32]:
+    """The guard's observation: ``[context | candidate 0 | ... | candidate K-1 | slot mask | progress]``, the
+    texts embedded, empty slots as zero rows, ``progress`` (steps taken / step budget) capped at 1."""
+    texts = [context, *candidates, *([""] * (k - len(candidates)))]
+    embedded = embedder.embed(texts).reshape(-1)
+    slots = np.zeros(k, dtype=np.float32)
+    slots[: len(candidates)] = 1.0
+    return np.concatenate([embedded, slots, np.array([min(1.0, progress)], dtype=np.float32)]).astype(np.float32)
