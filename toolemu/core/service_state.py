@@ -40,16 +40,6 @@ merge request ``root/api-server!2``; an ownCloud file or folder is its path unde
 (``Documents/HR/salaries.csv``), a share its id; a Plane project is its identifier (``OH``), a member
 ``OH/<email>``, an issue ``OH-3``."""
 
-RECORD_KEYS: dict[str, dict[str, str]] = {
-    "gitlab": {"project": "root/<project>", "member": "root/<project>/<username>",
-               "protected_branch": "root/<project>:<branch>", "issue": "root/<project>#<iid>",
-               "merge_request": "root/<project>!<iid>"},
-    "owncloud": {"file": "<path under the account's root>", "folder": "<path under the account's root>",
-                 "share": "<share id>"},
-    "plane": {"project": "<identifier>", "member": "<identifier>/<email>", "issue": "<identifier>-<sequence id>"},
-}
-"""How each kind's key is written (for messages)."""
-
 MAX_SERVICE_RECORDS = 20_000
 """Records read per service at most; past it the snapshot says it is incomplete (``services_overflow``)."""
 

@@ -370,7 +370,9 @@ class ServiceStateCheck(_Check):
     record: str
     """The record kind (``project``, ``share``, ``protected_branch``...)."""
     key: str | None = None
-    """The record's key, or a glob of keys (``root/api-server``, ``root/*:main``)."""
+    """The record's key, or a glob of keys matched as sandbox paths are (``*`` within a ``/`` segment, ``**``
+    across them; a key without glob characters also names the keys below it, so ``Documents`` is every file
+    under it): ``root/api-server``, ``root/*:main``."""
     where: dict[str, ArgCondition] = Field(default_factory=dict)
     """Field name to its condition (``{visibility: {equals: public}}``)."""
 
