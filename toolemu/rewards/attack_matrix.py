@@ -170,9 +170,10 @@ def defense_figures(defense: str, records: Sequence[MatrixEpisode], bootstrap: B
 
 
 def matrix_rows(columns: Sequence[DefenseFigures]) -> list[str]:
-    """The matrix's rows: ``none`` first, then every attack in order of first appearance over the columns."""
-    names = dict.fromkeys(c.attack for f in columns for c in f.cells)
-    return ([UNATTACKED] if UNATTACKED in names else []) + [n for n in names if n != UNATTACKED]
+    """The matrix's rows: ``none`` first, then every attack of any column by name (records of concurrent runs
+    come in any order; the table does not)."""
+    names = {c.attack for f in columns for c in f.cells}
+    return ([UNATTACKED] if UNATTACKED in names else []) + sorted(names - {UNATTACKED})
 
 
 def cell_at(column: DefenseFigures, attack: str) -> MatrixCell | None:
