@@ -217,8 +217,10 @@ def main() -> None:
                            concurrency=args.concurrency)
         n += len(run_bench(config, crossing.cases, out=results, progress=False))
     wall = time.perf_counter() - started
+    started = time.perf_counter()
     runs = load_runs([results])
     files = write_report(runs, args.out / "report")
+    report_s = time.perf_counter() - started
     print(attack_text(runs))
     calls = {role: len(m.requests) for role, m in models.items()}
     errored = sum(r.evaluation is None or r.evaluation.status == "error" for run in runs for r in run.records)
@@ -226,7 +228,7 @@ def main() -> None:
           f"episodes ({errored} errored) "
           f"in {wall:.1f} s ({n / wall:.1f} episodes/s, concurrency {args.concurrency}); model calls: "
           + ", ".join(f"{role} {k}" for role, k in calls.items()) + f" ({sum(calls.values())} in all)")
-    print(f"wrote {results}, {files.markdown} and {len(files.figures)} figure(s)")
+    print(f"wrote {results}, {files.markdown} and {len(files.figures)} figure(s) in {report_s:.1f} s")
 
 
 if __name__ == "__main__":
