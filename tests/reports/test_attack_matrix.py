@@ -136,3 +136,28 @@ def test_compare_pairs_attacked_episodes_by_case_trial_and_attack(tmp_path: Path
     assert "shared (case, trial, attack): 2" in result.output
     assert any(line.startswith("attack success rate (ASR)") and line.endswith("*")
                for line in result.output.splitlines())
+
+
+def test_attack_matrix_benchmark_runs_the_pipeline_end_to_end(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "matrix"
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "attack_matrix.py"), "--cases", "3",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, check=False,
+                          env=os.environ | {"PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert "60 episodes (0 errored)" in done.stdout
+    (m,) = attack_matrices(load_runs([out / "results.jsonl"]))
+    by_defense = {f.defense: f for f in m.columns}
+    assert list(by_defense) == ["none", "spotlight", "tool_filter", "detector"]
+    for attack in ("inbox-forward", "share-outside"):  # the detector withholds every output that carries them
+        cell = cell_at(by_defense["detector"], attack)
+        assert cell is not None and cell.attack_success.value == 0.0 and cell.utility.value == 0.0
+    undefended = cell_at(by_defense["none"], "tool-desc-exfil")
+    assert undefended is not None and undefended.attack_success.n == 3
+    for name in ("spotlight", "detector"):  # neither screens the tool list
+        assert cell_at(by_defense[name], "tool-desc-exfil") == undefended.model_copy(update={"defense": name})
+    assert (out / "report" / "attack_matrix.png").read_bytes()[:8] == PNG_MAGIC
