@@ -92,3 +92,25 @@ def two_runs(path: Path) -> Path:
         record("smartlock-let-cleaner-in", "bbb", text=PAYLOAD),
     ]
     return write_results(path, a + b, {"aaa": "agent-a", "bbb": "agent-b"})
+
+
+def attacked(base: EpisodeRecord, attack: str, *, reached: bool | None) -> EpisodeRecord:
+    """``base`` as an episode under ``attack`` whose goal was reached (``reached``; ``None``: a goal check
+    errored, so the evaluation is an error)."""
+    from toolemu.rewards.attack_goal import AttackGoalVerdict
+
+    ev = base.evaluation
+    if ev is None:
+        raise ValueError("an attacked record needs an evaluation to add the goal verdict to")
+    goal = AttackGoalVerdict(attack=attack, reached=reached)
+    update: dict[str, object] = {"verdicts": {**ev.verdicts, "attack_goal": goal}}
+    if reached is None:
+        update |= {"status": "error", "reward": None, "reward_breakdown": None,
+                   "errors": (ErrorRecord(type="CheckError", message="goal check failed", boundary="check"),)}
+    return base.model_copy(update={"attack": attack, "evaluation": ev.model_copy(update=update)})
+
+
+def save_defense(path: Path, config: str, agent: str, defense: str | None) -> None:
+    """Describes ``config`` as ``agent`` behind ``defense`` beside ``path``."""
+    save_run_info(path, config, RunInfo(agent=agent, variant="plain", judge="judge-m", description={"c": config},
+                                        defense=defense))

@@ -1,4 +1,4 @@
-"""``toolemu compare``: paired differences on the shared (case, trial) keys, errors left out and counted."""
+"""``toolemu compare``: paired differences on the shared (case, trial, attack) keys, errors left out and counted."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_compare_cli_prints_the_table_and_marks_cis_that_exclude_zero(tmp_path: 
                       {"bbb": "agent-b"})
     result = CliRunner().invoke(cli, ["compare", str(a), str(b)])
     assert result.exit_code == 0, result.output
-    counts = "shared (case, trial): 3  compared: 3  errored in A or B (left out): 0  only in A: 1  only in B: 0"
+    counts = "shared (case, trial, attack): 3  compared: 3  errored in A or B (left out): 0  only in A: 1  only in B: 0"
     assert counts in result.output
     line = next(x for x in result.output.splitlines() if x.startswith("OAS unsafe rate"))
     assert line.split() == ["OAS", "unsafe", "rate", "0.000", "1.000", "1.000", "[1.000,", "1.000]", "3", "*"]

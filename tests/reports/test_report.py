@@ -152,7 +152,7 @@ def test_report_names_runs_from_what_bench_saved_beside_the_results(tmp_path: Pa
     assert "== openai:m (plain) (config " in output and "== openai:m (safety) (config " in output
     plain, safety = (h for h, i in sorted(infos.items(), key=lambda kv: kv[1]["variant"]))
     compared = _invoke(["compare", str(out), str(out), "--config-a", plain, "--config-b", safety])
-    assert "shared (case, trial): 2  compared: 2" in compared
+    assert "shared (case, trial, attack): 2  compared: 2" in compared
 
 
 def test_report_card_lists_judged_checks_examples_and_the_wrong_ones_escaped(tmp_path: Path) -> None:

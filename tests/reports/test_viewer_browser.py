@@ -109,3 +109,28 @@ def test_viewer_filters_by_defense_and_shows_its_events_as_text(browser: Any, tm
     assert browser.find_elements("tag name", "img") == []
     assert browser.execute_script("return window.__pwned === undefined") is True
     assert _errors(browser) == []
+
+
+def test_viewer_filters_by_attack_and_names_it(browser: Any, tmp_path: Path) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    from tests.reports.builders import attacked, record, write_results
+
+    records = [record("smartlock-let-cleaner-in", "aaa"),
+               attacked(record("smartlock-let-cleaner-in", "aaa"), "inbox-forward", reached=True),
+               attacked(record("drive-free-up-space", "aaa"), "share-outside", reached=False)]
+    page = tmp_path / "page.html"
+    write_page(load_runs([write_results(tmp_path / "r.jsonl", records)]), page, title="viewer test")
+    browser.get(page.as_uri())
+    assert len(_rows(browser)) == 3
+    Select(browser.find_element("id", "filter-attack")).select_by_value("none")
+    assert [r.find_elements("tag name", "td")[1].text for r in _rows(browser)] == ["smartlock-let-cleaner-in"]
+    Select(browser.find_element("id", "filter-attack")).select_by_value("inbox-forward")
+    (row,) = _rows(browser)
+    assert row.find_elements("tag name", "td")[1].text == "smartlock-let-cleaner-in [attack inbox-forward]"
+    row.click()
+    text = browser.find_element("id", "detail").text
+    assert "attack inbox-forward" in text and "goal of attack inbox-forward reached" in text
+    Select(browser.find_element("id", "filter-defense")).select_by_value("none")
+    assert browser.find_element("id", "count").text == "1 of 3 episodes"
+    assert _errors(browser) == []

@@ -10,6 +10,7 @@ import click
 from toolemu.cli.terminal import echo
 from toolemu.core.errors import ConfigError
 from toolemu.reports import compare_runs, find_judge_cards, load_runs, render_comparison, write_page, write_report
+from toolemu.reports.attack_section import attack_text
 from toolemu.reports.case_section import case_metric_text
 from toolemu.reports.runs import Run
 from toolemu.rewards.metrics import compute_metrics
@@ -44,6 +45,9 @@ def report_command(runs: tuple[Path, ...], configs: tuple[str, ...], out: Path |
             extra = case_metric_text(run.records)
             if extra:
                 echo(extra)
+        matrix = attack_text(loaded)
+        if matrix:
+            echo(matrix)
         return
     files = write_report(loaded, out, cards=find_judge_cards(runs, card_files))
     echo(f"wrote {files.markdown} and {len(files.figures)} figure(s) for {len(loaded)} run(s)")
@@ -64,7 +68,7 @@ def _one_run(path: Path, config: str | None, which: str) -> Run:
 @click.option("--config-a", default=None, help="A's config hash, when A's file holds several.")
 @click.option("--config-b", default=None, help="B's config hash, when B's file holds several.")
 def compare_command(a: Path, b: Path, config_a: str | None, config_b: str | None) -> None:
-    """Differences B - A on the (case, trial) pairs both runs have, with paired bootstrap CIs."""
+    """Differences B - A on the (case, trial, attack) pairs both runs have, with paired bootstrap CIs."""
     run_a, run_b = _one_run(a, config_a, "A"), _one_run(b, config_b, "B")
     echo(render_comparison(run_a, run_b, compare_runs(run_a, run_b)))
 

@@ -1,4 +1,5 @@
-"""PNG figures of a report (matplotlib, Agg backend): unsafe-rate heatmaps, headline metrics, errors.
+"""PNG figures of a report (matplotlib, Agg backend): unsafe-rate heatmaps, headline metrics, errors, the attack x
+defense matrix.
 
 Every number drawn comes from ``toolemu.rewards.metrics``; this module only lays them out. matplotlib is the
 optional ``report`` extra and is imported when a figure is drawn.
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolemu.core.errors import ConfigError
+from toolemu.rewards.attack_matrix import DefenseFigures, MatrixCell, cell_at
 from toolemu.rewards.metrics import MetricSet, MetricsReport, MetricValue
 from toolemu.rewards.summary import METRIC_LABELS
 
@@ -161,3 +163,44 @@ def draw_errors(labels: Sequence[str], reports: Sequence[MetricsReport], path: P
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
+
+
+MatrixPanel = tuple[str, Sequence[DefenseFigures], Sequence[str]]
+"""(agent, its columns as ``DefenseFigures``, its attack rows): one matrix of the attack section."""
+
+
+def draw_attack_matrix(panels: Sequence[MatrixPanel], path: Path) -> None:
+    """Draws each agent's attack x defense matrix as two heatmaps side by side: attack success rate (red) and
+    utility (green), each cell with its value and n; a cell with no data ``n/a``, an attack a run did not run
+    ``-``.
+
+    Args:
+        panels: One (agent, columns, rows) per matrix (``toolemu.reports.attack_section.attack_matrices``).
+        path: The PNG to write.
+    """
+    plt = _pyplot()
+    width = max(7.0, 2.4 * max(len(cols) for _, cols, _ in panels) + 4.0)
+    height = sum(max(2.2, 0.5 * len(rows) + 1.6) for _, _, rows in panels)
+    fig, axes = plt.subplots(len(panels), 2, figsize=(width, height), squeeze=False)
+    for (agent, columns, rows), pair in zip(panels, axes, strict=True):
+        for ax, (field, title, cmap) in zip(pair, (("attack_success", "attack success rate", "Reds"),
+                                                   ("utility", "utility", "Greens")), strict=True):
+            cells: list[list[MatrixCell | None]] = [[cell_at(col, a) for col in columns] for a in rows]
+            values: list[list[MetricValue | None]] = [[None if c is None else getattr(c, field) for c in row]
+                                                      for row in cells]
+            data = [[math.nan if v is None or v.value is None else v.value for v in row] for row in values]
+            image = ax.imshow(data, cmap=plt.get_cmap(cmap).with_extremes(bad="#dddddd"), vmin=0.0, vmax=1.0,
+                              aspect="auto")
+            for i, row in enumerate(values):
+                for j, v in enumerate(row):
+                    text = "-" if v is None else "n/a" if v.value is None else f"{v.value:.2f}\nn={v.n}"
+                    dark = v is not None and v.value is not None and v.value > 0.6
+                    ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+            ax.set_xticks(range(len(columns)), labels=[_wrap(c.defense) for c in columns], fontsize=8)
+            ax.set_yticks(range(len(rows)), labels=list(rows), fontsize=8)
+            ax.set_xlabel("defense", fontsize=8)
+            ax.set_title(_wrap(f"{title}: {agent}", 48), fontsize=9)
+            fig.colorbar(image, ax=ax, fraction=0.04)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

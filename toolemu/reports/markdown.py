@@ -1,7 +1,8 @@
 """``toolemu report --out DIR``: a Markdown report with PNG figures over one or more runs, side by side.
 
 Sections: the runs, each run's judge agreement card, headline metrics with CIs, pass@k, pass^k and over-refusal
-(when the runs have repeated trials or benign twins), unsafe rate by risk category
+(when the runs have repeated trials or benign twins), utility with and without attack, attack success and the
+attack x defense matrix (when a run has attacked episodes), unsafe rate by risk category
 and by intent (heatmaps), the judge/rule disagreements, and errors by boundary. Figures and tables come from
 ``toolemu.rewards.metrics``; text from episodes is untrusted and escaped before it enters the Markdown.
 """
@@ -18,6 +19,7 @@ from typing import NamedTuple
 from toolemu.core.errors import ConfigError
 from toolemu.core.outfiles import write_new
 from toolemu.reports import figures
+from toolemu.reports.attack_section import MATRIX_FIGURE, attack_section_lines
 from toolemu.reports.case_section import case_metric_lines
 from toolemu.reports.runs import Run, disagreement_of, verdict_of
 from toolemu.rewards.agreement import JudgeCard
@@ -27,7 +29,7 @@ from toolemu.rewards.summary import BUILTIN_SCORERS, METRIC_LABELS, format_value
 _NO_DATA = MetricValue(value=None, ci_low=None, ci_high=None, n=0)
 
 REPORT_FILE = "report.md"
-FIGURE_FILES = ("headline.png", "unsafe_by_category.png", "unsafe_by_intent.png", "errors.png")
+FIGURE_FILES = ("headline.png", "unsafe_by_category.png", "unsafe_by_intent.png", "errors.png", MATRIX_FIGURE)
 """The figures a report may write beside ``report.md``."""
 
 
@@ -247,6 +249,9 @@ def write_report(
     lines += [*_table(["metric", *(md_text(lab) for lab in labels)], rows), ""] if rows else ["No scored episode.", ""]
 
     lines += case_metric_lines(runs, [md_text(lab) for lab in labels], bootstrap)
+    attack_lines, attack_figures = attack_section_lines(runs, out, md_text, bootstrap)
+    lines += attack_lines
+    written += attack_figures
 
     metric = figures.unsafe_metric(reports)
     for by, title, name in (("by_risk_category", "risk category", "unsafe_by_category.png"),

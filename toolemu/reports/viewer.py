@@ -56,6 +56,7 @@ def episode_json(index: int, run: Run, record: EpisodeRecord) -> dict[str, JsonV
         "run": run.label,
         "config": run.config_hash,
         "defense": record.defense,
+        "attack": record.attack,
         "defense_events": [d.model_dump(mode="json") for d in record.defense_events],
         "case": record.case_id,
         "trial": record.trial,

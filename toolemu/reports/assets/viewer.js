@@ -7,6 +7,7 @@
   const FILTERS = [
     ["run", "agent", (e) => e.run],
     ["defense", "defense", (e) => e.defense || "none"],
+    ["attack", "attack", (e) => e.attack || "none"],
     ["category", "category", (e) => e.category || "(unset)"],
     ["intent", "intent", (e) => e.intent || "(unset)"],
     ["verdict", "verdict", (e) => e.verdict],
@@ -60,7 +61,8 @@
     for (const e of shown) {
       const row = el("tr", null, "episode-row");
       row.dataset.index = String(e.index);
-      const cells = [e.run, e.case, e.trial, e.category || "-", e.intent || "-", e.verdict,
+      const name = e.attack ? e.case + " [attack " + e.attack + "]" : e.case;
+      const cells = [e.run, name, e.trial, e.category || "-", e.intent || "-", e.verdict,
                      e.disagreement ? "yes" : "", e.error || "", e.reward === null ? "-" : e.reward.toFixed(3)];
       cells.forEach((value, i) => row.appendChild(el("td", value, i === 5 ? "v-" + e.verdict : "")));
       row.addEventListener("click", () => openEpisode(e.index));
@@ -112,6 +114,7 @@
     parent.appendChild(el("h3", title));
     if (v.label !== undefined) field(parent, "label", v.label + " = " + v.score);
     if (v.unsafe !== undefined && v.label === undefined) field(parent, "unsafe", String(v.unsafe));
+    if (v.kind === "attack_goal") field(parent, "goal of attack " + v.attack + " reached", String(v.reached));
     field(parent, "rationale", v.rationale, true);
     field(parent, "detail", v.detail, true);
   }
@@ -176,9 +179,10 @@
     const pane = document.getElementById("detail");
     pane.replaceChildren();
     pane.dataset.open = String(index);
-    pane.appendChild(el("h2", e.case + " (trial " + e.trial + ")"));
+    pane.appendChild(el("h2", e.case + " (trial " + e.trial + (e.attack ? ", attack " + e.attack : "") + ")"));
     field(pane, "run", e.run + " [" + e.config + "]");
     field(pane, "defense", e.defense);
+    field(pane, "attack", e.attack);
     field(pane, "title", e.title);
     field(pane, "category", e.category);
     field(pane, "intent", e.intent);
