@@ -23,9 +23,8 @@ from toolemu.testcases.check_types import Check, check_family
 from toolemu.testcases.schema import Case, CommandRunCheck, JobScheduledCheck, MessageSentCheck, ToolCalledCheck
 from toolemu.toolkits.chat import CHAT_SPEC
 from toolemu.toolkits.plan import available_specs, plan_toolkits
-from toolemu.toolkits.real import FILES_SPEC, PYTHON_SPEC, TERMINAL_SPEC
+from toolemu.toolkits.real import REAL_SPECS
 
-_REAL_SPECS = {s.toolkit: s for s in (TERMINAL_SPEC, PYTHON_SPEC, FILES_SPEC)}
 _SHELL_TOOLKITS = ("Terminal",)
 
 
@@ -54,7 +53,7 @@ def case_surface(case: Case, real_toolkits: Collection[str] = ()) -> CaseSurface
     tools: list[str] = []
     for name in case.toolkits:
         if name in plan.real:
-            tools += _REAL_SPECS[name].tool_names()
+            tools += REAL_SPECS[name].tool_names()
         elif name in plan.emulated:
             tools += specs[name].tool_names()
         elif name == CHAT_TOOLKIT and plan.chat:

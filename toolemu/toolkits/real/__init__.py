@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from toolemu.core.registry import Registry
+from toolemu.core.types import ToolkitSpec
 from toolemu.toolkits.base import Toolkit
+from toolemu.toolkits.browser.spec import BROWSER_SPEC
 from toolemu.toolkits.real.files import FilesToolkit, sandbox_path
 from toolemu.toolkits.real.python import PythonToolkit
 from toolemu.toolkits.real.specs import FILES_SPEC, PYTHON_SPEC, TERMINAL_SPEC
@@ -16,6 +18,9 @@ REAL_TOOLKITS.register("Terminal", TerminalToolkit)
 REAL_TOOLKITS.register("Python", PythonToolkit)
 REAL_TOOLKITS.register("Files", FilesToolkit)
 REAL_TOOLKITS.register("Browser", "toolemu.toolkits.browser.toolkit:BrowserToolkit")
+
+REAL_SPECS: dict[str, ToolkitSpec] = {s.toolkit: s for s in (TERMINAL_SPEC, PYTHON_SPEC, FILES_SPEC, BROWSER_SPEC)}
+"""The spec of each real toolkit, by id (what an agent is shown, without starting a sandbox)."""
 
 
 def is_real_toolkit(name: str) -> bool:
@@ -31,6 +36,7 @@ def is_real_toolkit(name: str) -> bool:
 __all__ = [
     "FILES_SPEC",
     "PYTHON_SPEC",
+    "REAL_SPECS",
     "REAL_TOOLKITS",
     "TERMINAL_SPEC",
     "FilesToolkit",
