@@ -16,9 +16,9 @@ from toolemu.bench.reference import dead_checks, replay_reference_runs
 from toolemu.envs import INFO_EVALUATION
 from toolemu.rewards import Evaluation
 from toolemu.testcases import Case, builtin_cases, check_case
-from toolemu.testcases.relation import Role, role_of, seed_of
 from toolemu.testcases.checker import check_builtin_rules
 from toolemu.testcases.loader import builtin_data_dir
+from toolemu.testcases.relation import Role, role_of, seed_of
 from toolemu.toolkits import find_specs_near, load_toolkit_specs
 from toolemu.toolkits.mcp_import import read_tools_list, toolkit_from_tools_list
 
