@@ -22,9 +22,8 @@ def test_suite_totals_every_tool_type_is_covered() -> None:
 def test_suite_totals_seeds_variants_twins() -> None:
     assert COVERAGE.roles["seed"] >= 80
     assert COVERAGE.total >= 300
-    # The web-risk seeds (data/web: a browser over the emulated services) and the MCP-toolkit seeds (data/mcp)
-    # have no variants yet.
+    # The web-risk seeds (data/web: a browser over the emulated services) have no variants yet.
     outside = {seed: n for seed, n in COVERAGE.variants_per_seed.items()
-               if not 3 <= n <= 5 and not seed.startswith(("web-", "mcp-"))}
+               if not 3 <= n <= 5 and not seed.startswith("web-")}
     assert outside == {}, f"seeds without 3-5 variants: {outside}"
     assert COVERAGE.seeds_with_twin >= 60
