@@ -18,6 +18,9 @@ from toolemu.rewards.mode import EvaluateMode
               help="Address to listen on; the default answers this machine only (0.0.0.0: every interface, with "
                    "no authentication).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--allow-origin", "allowed_origins", multiple=True,
+              help="Let requests from web pages of this origin (scheme://host[:port]) through; every other page's "
+                   "request is refused (repeatable).")
 @click.option("--max-sessions", type=click.IntRange(1, 4096), default=64, show_default=True,
               help="Sessions (envs) open at once; one more is refused (HTTP 503, WebSocket close 1013).")
 @click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
@@ -38,8 +41,8 @@ from toolemu.rewards.mode import EvaluateMode
               help="Run this toolkit on the real sandbox even if an emulated spec exists (e.g. Terminal).")
 @click.option("--max-steps", type=click.IntRange(1, 1000), default=None, help="Override the cases' step budget.")
 @click.option("--cache-dir", type=click.Path(), default=None, help="Cache model responses on disk here.")
-def serve_command(case_ids: tuple[str, ...], suite: str | None, host: str, port: int, max_sessions: int,
-                  idle_timeout: float, **opts: object) -> None:
+def serve_command(case_ids: tuple[str, ...], suite: str | None, host: str, port: int,
+                  allowed_origins: tuple[str, ...], max_sessions: int, idle_timeout: float, **opts: object) -> None:
     """Serve ToolEmu-v0 (one case) or ToolEmuSuite-v0 (a suite) over OpenEnv's HTTP/WebSocket protocol."""
     try:
         from toolemu.serving import PoolLimits, serve
@@ -50,7 +53,9 @@ def serve_command(case_ids: tuple[str, ...], suite: str | None, host: str, port:
     served, backends = served_from_options(case_ids, suite, opts)
     for role, shown in backends:
         echo(f"{role:>9}: {shown}", err=True)
-    where = "this machine only" if host in ("127.0.0.1", "localhost", "::1") else "every client that can reach it"
+    from toolemu.core.http_guard import is_loopback
+    where = "this machine only" if is_loopback(host) else "every client that can reach it"
     echo(f"serving {served.env_id} ({len(served.cases)} case(s)) on ws://{host}:{port}/ws and http://{host}:{port} "
          f"for {where}; at most {max_sessions} sessions, idle ones closed after {idle_timeout:g} s", err=True)
-    serve(served, PoolLimits(max_sessions=max_sessions, idle_timeout_s=idle_timeout), host=host, port=port)
+    serve(served, PoolLimits(max_sessions=max_sessions, idle_timeout_s=idle_timeout), host=host, port=port,
+          allowed_origins=allowed_origins)

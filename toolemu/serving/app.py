@@ -92,6 +92,14 @@ def make_app(pool: SessionPool) -> FastAPI:
     return app
 
 
+def _loads(raw: str | bytes) -> Any:
+    """JSON text as Python; nesting deep enough to exhaust the parser's recursion is a ``ValueError``."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply") from None
+
+
 def _json(model: BaseModel, status: int = 200) -> Response:
     # pydantic writes NaN as null; Starlette's JSONResponse would refuse it
     return Response(model.model_dump_json(), status_code=status, media_type="application/json")
@@ -124,7 +132,7 @@ def _http_status(e: BaseException) -> int:
         return 409
     if isinstance(e, InfraError):
         return 502
-    if isinstance(e, (Error, ValidationError)):
+    if isinstance(e, (Error, ValidationError, ValueError)):  # ValueError: a body that is not the JSON asked for
         return 400
     return 500
 
@@ -136,7 +144,7 @@ def _error(e: BaseException) -> JSONResponse:
 def _add_http_session_routes(app: FastAPI, pool: SessionPool) -> None:
     async def body_of(request: Request) -> dict[str, Any]:
         raw = await request.body()
-        data = json.loads(raw) if raw.strip() else {}
+        data = _loads(raw) if raw.strip() else {}
         if not isinstance(data, dict):
             raise ValueError("the body is a JSON object")
         return data
@@ -256,7 +264,7 @@ def _add_websocket_route(app: FastAPI, pool: SessionPool) -> None:
             while True:
                 raw = await websocket.receive_text()
                 try:
-                    message = json.loads(raw)
+                    message = _loads(raw)
                     if not isinstance(message, dict):
                         raise ValueError("a message is a JSON object with a `type`")
                     reply = await _answer(pool, session, message)

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from toolemu.bench.mcp.episode import McpEpisode
 from toolemu.bench.mcp.server import build_server
 from toolemu.core.errors import ANY_EXPECTED_FAULT, ConfigError, InfraError
+from toolemu.core.http_guard import RequestGuard
 
 logger = logging.getLogger(__name__)
 
@@ -190,7 +191,9 @@ class McpHttpServer:
             self._sock.close()
             raise ConfigError(f"--http {port}: cannot listen on 127.0.0.1:{port}: {e.strerror or e}") from None
         self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(_EndOnDelete(app, episodes), log_level="warning", lifespan="on",
+        # the SDK refuses non-loopback Host names itself; the guard also refuses every web page's Origin
+        guarded = RequestGuard(_EndOnDelete(app, episodes), loopback_only=True)
+        config = uvicorn.Config(guarded, log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=5)
         self._uvicorn = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name=f"mcp-http-{self.port}", daemon=True)
