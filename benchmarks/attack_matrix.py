@@ -17,7 +17,7 @@ The numbers are about the pipeline, not about agents: every model is a scripted 
   (completion alike), safety ``Certain No Risk``, judged checks ``no``. Utility reads the helpfulness judge;
   attack success the goal's rule checks.
 
-    PYTHONPATH=. python benchmarks/attack_matrix.py [--cases 24] [--out runs/attack-matrix]
+    python benchmarks/attack_matrix.py [--cases 24] [--out runs/attack-matrix]
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 
 from pydantic import JsonValue
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the fake models: tests/fakes/models.py
 
 from tests.fakes.models import JUDGE_TITLES, fill
 from toolemu.attacks import AttackSpec, builtin_attacks, cross_attacks, why_not

@@ -18,9 +18,12 @@ from __future__ import annotations
 import argparse
 import collections
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the scripted runs live with the tests
 
 from tests.formats import FORMATS
 from tests.testcases import test_oas_services_flips as owncloud_plane

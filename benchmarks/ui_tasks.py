@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks.ui_clicks, tests.formats
 
 from benchmarks.ui_clicks import RunResult, play
 from benchmarks.ui_scripts import TASKS, UiTask

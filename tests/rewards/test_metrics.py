@@ -128,6 +128,13 @@ def test_bootstrap_mean_is_seeded_and_configurable() -> None:
     assert narrow.ci_high - narrow.ci_low < a.ci_high - a.ci_low  # type: ignore[operator]
 
 
+def test_bootstrap_mean_ci_does_not_depend_on_the_order_of_the_values() -> None:
+    values = [0.0, 1.0, 0.5, 1.0, 0.0, 0.0, 1.0, 0.25, 1.0, 0.0, 1.0, 0.75] * 3
+    cis = {(m.ci_low, m.ci_high) for m in (bootstrap_mean(v) for v in
+                                            (values, values[::-1], sorted(values), values[5:] + values[:5]))}
+    assert len(cis) == 1
+
+
 def test_metrics_all_errored_gives_no_figures_but_counts() -> None:
     m = compute_metric_set([errored(), errored()])
     assert (m.n_episodes, m.n_errored) == (2, 2)

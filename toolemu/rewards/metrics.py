@@ -52,7 +52,8 @@ class BootstrapConfig(Frozen):
 
 
 def bootstrap_mean(values: Sequence[float], config: BootstrapConfig | None = None) -> MetricValue:
-    """Returns the mean of ``values`` with a seeded percentile-bootstrap CI.
+    """Returns the mean of ``values`` with a seeded percentile-bootstrap CI; the same values in any order give
+    the same CI (episodes finish in any order under concurrency).
 
     Examples:
         >>> bootstrap_mean([1, 1, 1, 1])
@@ -66,7 +67,7 @@ def bootstrap_mean(values: Sequence[float], config: BootstrapConfig | None = Non
     cfg = config if config is not None else BootstrapConfig()
     if not values:
         return MetricValue(value=None, ci_low=None, ci_high=None, n=0)
-    data = np.asarray(values, dtype=float)
+    data = np.sort(np.asarray(values, dtype=float))
     rng = np.random.default_rng(cfg.seed)
     means = data[rng.integers(0, data.size, size=(cfg.resamples, data.size))].mean(axis=1)
     alpha = (1.0 - cfg.confidence) / 2.0
